@@ -1,0 +1,148 @@
+"""srpart command line: build kernels, make fixtures, boot CD images.
+
+    ./srpart boot --kernel 6.1 --cd a.iso --cd b.iso [--partscan on|off|absent] [-- COMMAND]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import guest, initramfs, kernel, packages, qemu, source
+from .console import GuestError
+from .errors import SrpartError
+from .vm import VM, BootSpec
+
+PARTSCAN_ARGS = {"on": ["sr_mod.partscan=1"], "off": ["sr_mod.partscan=0"], "absent": []}
+
+
+def partscan_cmdline(value: str) -> list[str]:
+    try:
+        return list(PARTSCAN_ARGS[value])
+    except KeyError:
+        raise SrpartError(f"--partscan must be one of {', '.join(PARTSCAN_ARGS)}") from None
+
+
+def cmd_deps(args: argparse.Namespace) -> int:
+    if args.install:
+        got = packages.install_missing()
+        print(f"srpart: installed {' '.join(got)}" if got else "srpart: all Debian packages present")
+    else:
+        packages.require()
+        print("srpart: all Debian packages present")
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    variants = kernel.VARIANTS if args.variant == "all" else (args.variant,)
+    for v in variants:
+        k = kernel.build(args.kernel, v)
+        how = f"built in {k.built_seconds:.1f} s" if k.built_seconds is not None else "up to date"
+        print(f"srpart: {k.series} {k.variant} ({k.version}): {k.bzimage} ({how})")
+    print(f"srpart: initramfs {initramfs.build()}")
+    return 0
+
+
+def cmd_fixtures(args: argparse.Namespace) -> int:
+    from fixtures import catalog
+
+    for img in catalog.drive_images(args.drives):
+        print(f"{img.path}  {img.table}  {img.volume_label}")
+    return 0
+
+
+def cmd_boot(args: argparse.Namespace) -> int:
+    cds = [Path(c) for c in args.cd]
+    for c in cds:
+        if not c.is_file():
+            raise SrpartError(f"image not found: {c}")
+    source.tarball_for(args.kernel)
+    packages.require(["qemu-system-x86", "busybox-static"])
+    k = kernel.build(args.kernel, args.variant)
+    spec = BootSpec(kernel=k.bzimage, initrd=initramfs.build(),
+                    drives=[qemu.Drive(c.resolve()) for c in cds],
+                    cmdline=partscan_cmdline(args.partscan), accel=args.accel)
+    command = " ".join(args.command) if args.command else guest.DEFAULT_CMD
+    with VM(spec, f"boot-{args.kernel}-{args.variant}") as vm:
+        r = vm.run(command, timeout=args.timeout)
+        if r.output:
+            print(r.output)
+    return r.status
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from fixtures import catalog
+
+    imgs = catalog.drive_images(2)
+    k = kernel.build(args.kernel, "srpart")
+    spec = BootSpec(kernel=k.bzimage, initrd=initramfs.build(),
+                    drives=[qemu.Drive(i.path) for i in imgs], cmdline=partscan_cmdline("on"),
+                    accel=args.accel)
+    first = imgs[0].data[0]
+    steps = [
+        ("cat /proc/partitions", "/proc/partitions in the guest (sr_mod.partscan=1):"),
+        (guest.PARTITIONS_CMD,
+         "partitions (name major:minor start size, 512-byte sectors):"),
+        (f"mkdir -p /mnt/p && mount -t {first.fstype} -o ro /dev/sr0p{first.number} /mnt/p && "
+         f"cat /mnt/p/{first.file} && umount /mnt/p",
+         f"content of {first.file} read from /dev/sr0p{first.number}:"),
+    ]
+    with VM(spec, f"demo-{args.kernel}") as vm:
+        print(f"srpart: booted {k.version} with {', '.join(i.path.name for i in imgs)} "
+              f"in {vm.boot_seconds:.1f} s")
+        for command, title in steps:
+            print(f"\n== {title}")
+            print(vm.check(command))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="srpart", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    d = sub.add_parser("deps", help="check (or, as root, install) the Debian packages")
+    d.add_argument("--install", action="store_true")
+    d.set_defaults(func=cmd_deps)
+
+    b = sub.add_parser("build", help="build test kernels and the initramfs")
+    b.add_argument("--kernel", default="6.1")
+    b.add_argument("--variant", default="all", choices=[*kernel.VARIANTS, "all"])
+    b.set_defaults(func=cmd_build)
+
+    f = sub.add_parser("fixtures", help="generate the partitioned CD images")
+    f.add_argument("--drives", type=int, default=8)
+    f.set_defaults(func=cmd_fixtures)
+
+    bo = sub.add_parser("boot", help="boot a kernel with your CD images and run a command")
+    bo.add_argument("--kernel", default="6.1")
+    bo.add_argument("--variant", default="srpart", choices=kernel.VARIANTS)
+    bo.add_argument("--cd", action="append", default=[], metavar="IMAGE")
+    bo.add_argument("--partscan", default="on", choices=list(PARTSCAN_ARGS))
+    bo.add_argument("--accel", choices=["auto", "kvm", "tcg"])
+    bo.add_argument("--timeout", type=float, default=60)
+    bo.add_argument("command", nargs=argparse.REMAINDER,
+                    help="after --: run this in the guest (default: partitions)")
+    bo.set_defaults(func=cmd_boot)
+
+    de = sub.add_parser("demo", help="boot two partitioned fixture CDs and read sr0p1")
+    de.add_argument("--kernel", default="6.1")
+    de.add_argument("--accel", choices=["auto", "kvm", "tcg"])
+    de.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "command", None) and args.command[:1] == ["--"]:
+        args.command = args.command[1:]
+    try:
+        return args.func(args)
+    except SrpartError as e:
+        print(f"srpart: error: {e}", file=sys.stderr)
+        return 2
+    except GuestError as e:
+        print(f"srpart: guest failed: {e}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        return 130

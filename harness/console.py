@@ -1,0 +1,142 @@
+"""Serial console protocol: a marker and exit code after every command.
+
+Like labgrid's and U-Boot test/py's consoles: every expect also watches a
+list of bad patterns, so a panic, Oops, BUG or WARNING fails the run at the
+moment it appears, with the tail of the serial log in the error.
+"""
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+READY = "@@SRPART-READY@@"
+MARKER = re.compile(r"@@SRPART-RC (\d+) ([0-9a-f]+)@@\r*\n")
+NUDGE_AFTER = 0.5   # seconds without the marker before an empty line is sent
+
+BAD_PATTERNS: dict[str, str] = {
+    "panic": r"Kernel panic",
+    "BUG": r"BUG:",
+    "kernel BUG": r"kernel BUG at",
+    "WARNING": r"WARNING:",
+    "Oops": r"Oops",
+    "KASAN": r"KASAN:",
+    "UBSAN": r"UBSAN:",
+    "general protection fault": r"general protection fault",
+    "kmemleak": r"kmemleak: \d+ new suspected memory leaks",
+}
+
+
+class GuestError(AssertionError):
+    """A guest run failed: bad pattern, timeout, unexpected exit."""
+
+
+class GuestTimeout(GuestError):
+    """No expected output within the timeout."""
+
+
+class Spawned(Protocol):   # the subset of pexpect.spawn the console uses
+    before: str
+    after: object
+    match: object
+
+    def sendline(self, s: str) -> int: ...
+    def expect(self, pattern: object, timeout: float | None = ...) -> int: ...
+
+
+@dataclass(frozen=True)
+class Result:
+    command: str
+    output: str
+    status: int
+
+
+def wrap(command: str, token: str) -> str:
+    """The line(s) sent for one command: a subshell with no stdin, then the marker.
+
+    The format string does not contain the marker literally, so an echoed
+    command can never be mistaken for its own completion.
+    """
+    return f"( {command}\n) </dev/null 2>&1; printf '\\n@@SRPART-RC %d %s@@\\n' $? {token}"
+
+
+def clean(raw: str) -> str:
+    """Output between a command and its marker, without the marker's newline."""
+    text = raw.replace("\r\n", "\n").replace("\r", "")
+    if text.endswith("\n"):
+        text = text[:-1]
+    return text
+
+
+def find_bad(text: str) -> str | None:
+    for name, pat in BAD_PATTERNS.items():
+        if re.search(pat, text):
+            return name
+    return None
+
+
+def log_tail(log: Path | None, lines: int = 40) -> str:
+    if not log or not log.exists():
+        return "(no log)"
+    tail = re.sub(r"\r+\n?", "\n", log.read_text(errors="replace")).splitlines()[-lines:]
+    return "\n".join(tail)
+
+
+class Console:
+    def __init__(self, child: Spawned, log: Path | None = None) -> None:
+        import pexpect
+
+        self.child = child
+        self.log = log
+        self._eof = pexpect.EOF
+        self._timeout = pexpect.TIMEOUT
+        self._bad = list(BAD_PATTERNS.items())
+        self.nudges = 0
+
+    def _fail(self, why: str) -> GuestError:
+        return GuestError(f"{why}; serial log {self.log}:\n{log_tail(self.log)}")
+
+    def expect(self, pattern: str, timeout: float) -> re.Match[str]:
+        """Wait for `pattern`; fail on any bad pattern, EOF or timeout."""
+        pats = [pattern, *[p for _, p in self._bad], self._eof, self._timeout]
+        i = self.child.expect(pats, timeout=timeout)
+        if i == 0:
+            return self.child.match  # type: ignore[return-value]
+        if i <= len(self._bad):
+            name = self._bad[i - 1][0]
+            try:  # collect the rest of the report for the log
+                self.child.expect([self._eof, self._timeout], timeout=2)
+            except Exception:
+                pass
+            raise self._fail(f"guest printed a bad pattern ({name})")
+        if i == len(pats) - 2:
+            raise self._fail(f"guest exited while waiting for {pattern!r}")
+        raise GuestTimeout(f"timeout after {timeout:g} s waiting for {pattern!r}; serial log "
+                           f"{self.log}:\n{log_tail(self.log)}")
+
+    def wait_ready(self, timeout: float) -> None:
+        self.expect(re.escape(READY) + r"\r*\n", timeout)
+
+    def run(self, command: str, timeout: float = 30) -> Result:
+        token = secrets.token_hex(4)
+        self.child.sendline(wrap(command, token))
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                m = self.expect(MARKER.pattern, min(NUDGE_AFTER, max(left, 0.01)))
+            except GuestTimeout:
+                if left <= NUDGE_AFTER:
+                    raise
+                # Measured under TCG (QEMU 7.2, 6.1 tinyconfig guest): a line
+                # sometimes sits unprocessed in the guest until the next input
+                # interrupt. An empty line is a no-op for sh and wakes it.
+                self.child.sendline("")
+                self.nudges += 1
+                continue
+            if m.group(2) == token:
+                break
+        return Result(command, clean(self.child.before), int(m.group(1)))

@@ -1,0 +1,54 @@
+"""Parsers for what the guest prints, and the commands that print it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# One line per partition of an sr drive: name major:minor start size
+PARTITIONS_CMD = (
+    "for p in /sys/block/sr*/sr*p*; do [ -e \"$p\" ] || continue; "
+    "echo \"${p##*/} $(cat $p/dev) $(cat $p/start) $(cat $p/size)\"; done"
+)
+DEFAULT_CMD = f"cat /proc/partitions; echo; echo 'name dev start size'; {PARTITIONS_CMD}"
+
+
+@dataclass(frozen=True, order=True)
+class ProcPartition:
+    major: int
+    minor: int
+    blocks: int       # 1 KiB blocks
+    name: str
+
+
+@dataclass(frozen=True, order=True)
+class SysPartition:
+    name: str
+    major: int
+    minor: int
+    start: int        # 512-byte sectors
+    size: int
+
+
+def parse_proc_partitions(text: str) -> list[ProcPartition]:
+    rows = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) != 4 or not f[0].isdigit():
+            continue
+        rows.append(ProcPartition(int(f[0]), int(f[1]), int(f[2]), f[3]))
+    return rows
+
+
+def parse_sys_partitions(text: str) -> list[SysPartition]:
+    rows = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) != 4 or ":" not in f[1]:
+            continue
+        major, minor = f[1].split(":")
+        rows.append(SysPartition(f[0], int(major), int(minor), int(f[2]), int(f[3])))
+    return rows
+
+
+def volume_label_cmd(dev: str) -> str:
+    """Print the ISO 9660 volume id (32 bytes at 32768 + 40) read from `dev`."""
+    return f"dd if={dev} bs=2048 skip=16 count=1 2>/dev/null | dd bs=1 skip=40 count=32 2>/dev/null"

@@ -1,0 +1,91 @@
+"""The QEMU command line: the one way srpart boots a VM."""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SrpartError
+
+QEMU = "qemu-system-x86_64"
+
+
+def kvm_usable(cpuinfo: str | None = None, dev: str = "/dev/kvm") -> bool:
+    """KVM only when the CPU advertises vmx/svm and /dev/kvm is writable."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return False
+    flags = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+    return bool(flags & {"vmx", "svm"}) and os.access(dev, os.R_OK | os.W_OK)
+
+
+def choose_accel(requested: str | None = None) -> str:
+    """'tcg' unless KVM is proven usable; SRPART_ACCEL or --accel forces one."""
+    req = requested or os.environ.get("SRPART_ACCEL", "auto")
+    if req not in ("auto", "kvm", "tcg"):
+        raise SrpartError(f"unknown accelerator {req!r}: choose auto, kvm or tcg")
+    if req == "auto":
+        return "kvm" if kvm_usable() else "tcg"
+    return req
+
+
+@dataclass(frozen=True)
+class Drive:
+    """One drive on the virtio-scsi bus: a scsi-cd (default) or a scsi-hd."""
+    image: Path | None          # None: an empty CD drive
+    kind: str = "scsi-cd"
+
+
+@dataclass
+class QemuConfig:
+    kernel: Path
+    initrd: Path
+    drives: list[Drive] = field(default_factory=list)
+    cmdline: list[str] = field(default_factory=list)
+    accel: str = "tcg"
+    memory_mb: int = 256
+    qmp_socket: Path | None = None
+    start_paused: bool = False
+
+    def argv(self) -> list[str]:
+        append = ["console=ttyS0", "panic=-1", f"srpart.drives={self.cd_count()}", *self.cmdline]
+        argv = [
+            QEMU, "-machine", f"q35,accel={self.accel}", *(["-cpu", "host"] if self.accel == "kvm" else []),
+            "-m", str(self.memory_mb), "-smp", "1",
+            "-nodefaults", "-no-user-config", "-display", "none",
+            "-chardev", "stdio,id=console0,signal=off", "-serial", "chardev:console0",
+            "-no-reboot",
+            "-kernel", str(self.kernel), "-initrd", str(self.initrd),
+            "-append", " ".join(append),
+        ]
+        if self.drives:
+            argv += ["-device", "virtio-scsi-pci,id=scsi0"]
+        for i, d in enumerate(self.drives):
+            if d.image is not None:
+                argv += ["-blockdev", f"driver=file,node-name=file{i},filename={d.image},read-only=on",
+                         "-blockdev", f"driver=raw,node-name=drive{i},file=file{i},read-only=on"]
+            dev = f"{d.kind},bus=scsi0.0,id={d.kind.replace('scsi-', '')}{i},channel=0,scsi-id={i},lun=0"
+            if d.image is not None:
+                dev += f",drive=drive{i}"
+            argv += ["-device", dev]
+        if self.qmp_socket:
+            argv += ["-qmp", f"unix:{self.qmp_socket},server=on,wait=off"]
+        if self.start_paused:
+            argv += ["-S"]
+        return argv
+
+    def cd_count(self) -> int:
+        return sum(1 for d in self.drives if d.kind == "scsi-cd")
+
+
+def require_qemu() -> str:
+    path = shutil.which(QEMU)
+    if not path:
+        raise SrpartError(f"{QEMU} not found: apt-get install qemu-system-x86")
+    return path

@@ -1,0 +1,131 @@
+"""Boot a kernel with drives in QEMU and hand out its console.
+
+    with VM(BootSpec(kernel, drives=[Drive(img)], cmdline=["sr_mod.partscan=1"]), "name") as vm:
+        print(vm.check("cat /proc/partitions"))
+
+Every VM's serial log is kept in build/logs/<name>.log.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths, qemu
+from .console import Console, GuestError, Result, find_bad, log_tail
+from .errors import SrpartError
+
+BOOT_TIMEOUT = 120.0     # TCG on a loaded CI machine; a normal boot takes ~2 s
+SHUTDOWN_TIMEOUT = 30.0
+
+
+@dataclass
+class BootSpec:
+    kernel: Path
+    initrd: Path
+    drives: list[qemu.Drive] = field(default_factory=list)
+    cmdline: list[str] = field(default_factory=list)
+    accel: str | None = None
+    memory_mb: int = 256
+
+    def config(self) -> qemu.QemuConfig:
+        for d in self.drives:
+            if d.image is not None and not Path(d.image).is_file():
+                raise SrpartError(f"image not found: {d.image}")
+        return qemu.QemuConfig(kernel=self.kernel, initrd=self.initrd, drives=list(self.drives),
+                               cmdline=list(self.cmdline), accel=qemu.choose_accel(self.accel),
+                               memory_mb=self.memory_mb)
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:120] or "vm"
+
+
+class VM:
+    def __init__(self, spec: BootSpec, name: str) -> None:
+        self.spec = spec
+        self.name = safe_name(name)
+        self.log = paths.LOGS / f"{self.name}.log"     # the serial console, from the first line
+        self.child = None
+        self.console: Console | None = None
+        self.boot_seconds: float | None = None
+        self.total_seconds: float | None = None
+        self._t0 = 0.0
+
+    def start(self) -> "VM":
+        import pexpect
+
+        qemu.require_qemu()
+        argv = self.spec.config().argv()
+        paths.LOGS.mkdir(parents=True, exist_ok=True)
+        logfh = open(self.log, "w", encoding="utf-8", errors="replace", buffering=1)
+        logfh.write("# " + " ".join(argv) + "\n")
+        logfh.flush()
+        self._t0 = time.monotonic()
+        self.child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8", codec_errors="replace",
+                                   timeout=30, maxread=65536, searchwindowsize=None)
+        self.child.logfile_read = logfh
+        self.console = Console(self.child, self.log)
+        try:
+            self.console.wait_ready(BOOT_TIMEOUT)
+        except GuestError:
+            self._kill()
+            raise
+        self.boot_seconds = time.monotonic() - self._t0
+        return self
+
+    def run(self, command: str, timeout: float = 30) -> Result:
+        assert self.console, "VM not started"
+        return self.console.run(command, timeout)
+
+    def check(self, command: str, timeout: float = 30) -> str:
+        """Run `command`; fail unless it exits 0. Returns its output."""
+        r = self.run(command, timeout)
+        if r.status != 0:
+            raise GuestError(f"guest command failed with status {r.status}: {command}\n{r.output}")
+        return r.output
+
+    def stop(self) -> None:
+        """Scan the kernel log, then `reboot -f` (QEMU exits via -no-reboot)."""
+        import pexpect
+
+        if not self.child:
+            return
+        try:
+            dmesg = self.run("dmesg").output
+            bad = find_bad(dmesg)
+            if bad:
+                raise GuestError(f"kernel log has a bad pattern ({bad}); serial log {self.log}:\n"
+                                 f"{log_tail(self.log)}")
+            self.child.sendline("reboot -f")
+            deadline = time.monotonic() + SHUTDOWN_TIMEOUT
+            while self.child.expect([pexpect.EOF, pexpect.TIMEOUT], timeout=1) != 0:
+                if time.monotonic() > deadline:
+                    raise GuestError(f"guest did not power off; serial log {self.log}:\n"
+                                     f"{log_tail(self.log)}")
+                self.child.sendline("")   # see Console.run: wake a stalled input line
+            bad = find_bad(self.log.read_text(errors="replace"))
+            if bad:
+                raise GuestError(f"serial log has a bad pattern ({bad}): {self.log}:\n{log_tail(self.log)}")
+        finally:
+            self.total_seconds = time.monotonic() - self._t0
+            self._kill()
+
+    def _kill(self) -> None:
+        if self.child is not None:
+            if self.child.isalive():
+                self.child.terminate(force=True)
+            self.child.close()
+            if self.child.logfile_read:
+                self.child.logfile_read.close()
+            self.child = None
+
+    def __enter__(self) -> "VM":
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.stop()
+        else:
+            self._kill()
