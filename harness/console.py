@@ -15,7 +15,7 @@ from typing import Protocol
 
 READY = "@@SRPART-READY@@"
 MARKER = re.compile(r"@@SRPART-RC (\d+) ([0-9a-f]+)@@\r*\n")
-NUDGE_AFTER = 0.5   # seconds without the marker before an empty line is sent
+NUDGE_AFTER = 0.2   # seconds without the marker before an empty line is sent
 
 BAD_PATTERNS: dict[str, str] = {
     "panic": r"Kernel panic",
@@ -86,42 +86,61 @@ def log_tail(log: Path | None, lines: int = 40) -> str:
 
 
 class Console:
-    def __init__(self, child: Spawned, log: Path | None = None) -> None:
+    """The command channel (a pexpect child) plus the kernel log it is checked against."""
+
+    def __init__(self, child: Spawned, kernel_log: Path | None = None,
+                 cmd_log: Path | None = None) -> None:
         import pexpect
 
         self.child = child
-        self.log = log
+        self.log = kernel_log
+        self.cmd_log = cmd_log
         self._eof = pexpect.EOF
         self._timeout = pexpect.TIMEOUT
         self._bad = list(BAD_PATTERNS.items())
+        self._seen = 0        # bytes of the kernel log already checked
+        self._carry = ""      # last partial line, checked again with what follows
         self.nudges = 0
 
     def _fail(self, why: str) -> GuestError:
-        return GuestError(f"{why}; serial log {self.log}:\n{log_tail(self.log)}")
+        return GuestError(f"{why}; kernel log {self.log}:\n{log_tail(self.log)}")
+
+    def check_kernel_log(self, final: bool = False) -> None:
+        """Fail if the kernel printed a bad pattern since the last check."""
+        if not self.log or not self.log.exists():
+            return
+        with open(self.log, "rb") as fh:
+            fh.seek(self._seen)
+            new = fh.read().decode("utf-8", "replace")
+        self._seen += len(new.encode("utf-8", "replace"))
+        text = self._carry + new
+        cut = text.rfind("\n") + 1
+        self._carry = text[cut:] if not final else ""
+        bad = find_bad(text if final else text[:cut])
+        if bad:
+            raise self._fail(f"kernel printed a bad pattern ({bad})")
 
     def expect(self, pattern: str, timeout: float) -> re.Match[str]:
-        """Wait for `pattern`; fail on any bad pattern, EOF or timeout."""
-        pats = [pattern, *[p for _, p in self._bad], self._eof, self._timeout]
-        i = self.child.expect(pats, timeout=timeout)
-        if i == 0:
-            return self.child.match  # type: ignore[return-value]
-        if i <= len(self._bad):
-            name = self._bad[i - 1][0]
-            try:  # collect the rest of the report for the log
-                self.child.expect([self._eof, self._timeout], timeout=2)
-            except Exception:
-                pass
-            raise self._fail(f"guest printed a bad pattern ({name})")
-        if i == len(pats) - 2:
+        """Wait for `pattern` on the channel; fail on EOF, timeout or a bad kernel log."""
+        i = self.child.expect([pattern, self._eof, self._timeout], timeout=timeout)
+        if i == 1:
+            time.sleep(0.2)   # let QEMU's file backend finish the kernel log
+            self.check_kernel_log(final=True)
             raise self._fail(f"guest exited while waiting for {pattern!r}")
-        raise GuestTimeout(f"timeout after {timeout:g} s waiting for {pattern!r}; serial log "
-                           f"{self.log}:\n{log_tail(self.log)}")
+        self.check_kernel_log()
+        if i == 2:
+            raise GuestTimeout(f"timeout after {timeout:g} s waiting for {pattern!r}; kernel log "
+                               f"{self.log}:\n{log_tail(self.log)}")
+        return self.child.match  # type: ignore[return-value]
 
     def wait_ready(self, timeout: float) -> None:
         self.expect(re.escape(READY) + r"\r*\n", timeout)
 
     def run(self, command: str, timeout: float = 30) -> Result:
         token = secrets.token_hex(4)
+        log = getattr(self.child, "logfile_read", None)
+        if log:   # the tty does not echo: keep a transcript of what was sent
+            log.write("".join(f"$ {ln}\n" for ln in command.splitlines()))
         self.child.sendline(wrap(command, token))
         deadline = time.monotonic() + timeout
         while True:

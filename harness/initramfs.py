@@ -18,7 +18,7 @@ from . import paths
 from .errors import SrpartError
 from .lock import locked
 
-GUEST = Path(__file__).resolve().parent / "guest"
+GUEST = Path(__file__).resolve().parent / "guest-files"
 BUSYBOX = Path("/bin/busybox")
 
 

@@ -50,6 +50,7 @@ class QemuConfig:
     cmdline: list[str] = field(default_factory=list)
     accel: str = "tcg"
     memory_mb: int = 256
+    kernel_log: Path | None = None
     qmp_socket: Path | None = None
     start_paused: bool = False
 
@@ -59,7 +60,10 @@ class QemuConfig:
             QEMU, "-machine", f"q35,accel={self.accel}", *(["-cpu", "host"] if self.accel == "kvm" else []),
             "-m", str(self.memory_mb), "-smp", "1",
             "-nodefaults", "-no-user-config", "-display", "none",
-            "-chardev", "stdio,id=console0,signal=off", "-serial", "chardev:console0",
+            # ttyS0: the kernel console, every message, into kernel_log.
+            # ttyS1: the command channel, on stdio, free of kernel messages.
+            "-serial", f"file:{self.kernel_log}" if self.kernel_log else "null",
+            "-chardev", "stdio,id=cmd0,signal=off", "-serial", "chardev:cmd0",
             "-no-reboot",
             "-kernel", str(self.kernel), "-initrd", str(self.initrd),
             "-append", " ".join(append),

@@ -1,0 +1,80 @@
+"""partscan off, or the parameter absent: exactly what the unpatched kernel shows.
+
+For 1, 2 and 8 drives, boot the unpatched 6.1 kernel (same tarball, same
+config) and the srpart kernel with sr_mod.partscan=0 and with no parameter,
+and compare what user space sees.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from fixtures import catalog
+from harness import guest
+
+pytestmark = pytest.mark.vm
+
+CONFIGS = {  # name -> (kernel variant, command line)
+    "unpatched": ("unpatched", []),
+    "partscan=0": ("srpart", ["sr_mod.partscan=0"]),
+    "absent": ("srpart", []),
+}
+DRIVES = [pytest.param(n, id=f"{n}drive{'s' if n > 1 else ''}",
+                       marks=pytest.mark.xdist_group(f"partscan-off-{n}")) for n in (1, 2, 8)]
+LS_DATE = re.compile(r"\s+[A-Z][a-z]{2}\s+\d+\s+(\d\d:\d\d|\d{4})\s+")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    proc_partitions: str
+    ls_dev: str            # ls -l /dev/sr*, with the node's date cut out
+    sys_block: str         # ls /sys/block/sr*/
+    param: str             # /sys/module/sr_mod/parameters/partscan, or "absent"
+
+
+def snapshot(vm) -> Snapshot:
+    ls = vm.check("ls -l /dev/sr*")
+    param = vm.run("cat /sys/module/sr_mod/parameters/partscan")
+    return Snapshot(
+        proc_partitions=vm.check("cat /proc/partitions"),
+        ls_dev="\n".join(LS_DATE.sub(" ", line) for line in ls.splitlines()),
+        sys_block=vm.check("ls /sys/block/sr*/"),
+        param=param.output.strip() if param.status == 0 else "absent",
+    )
+
+
+@pytest.fixture(scope="module", params=DRIVES)
+def snaps(request, boot):
+    n = request.param
+    images = [i.path for i in catalog.drive_images(n)]
+    out = {}
+    for name, (variant, cmdline) in CONFIGS.items():
+        vm = boot(variant, images, cmdline, f"off-{n}-{name.replace('=', '')}")
+        with vm:
+            out[name] = snapshot(vm)
+    return n, out
+
+
+def test_unpatched_kernel_shows_no_partitions(snaps):
+    n, s = snaps
+    rows = guest.parse_proc_partitions(s["unpatched"].proc_partitions)
+    assert sorted((r.name, r.major, r.minor) for r in rows) == [(f"sr{k}", 11, k) for k in range(n)]
+    assert s["unpatched"].param == "absent"
+
+
+@pytest.mark.parametrize("config", ["partscan=0", "absent"])
+def test_no_partitions_when_off(snaps, config):
+    n, s = snaps
+    rows = guest.parse_proc_partitions(s[config].proc_partitions)
+    assert [r for r in rows if r.major != 11 or "p" in r.name] == []
+    assert s[config].param == "N"
+
+
+@pytest.mark.parametrize("config", ["partscan=0", "absent"])
+def test_identical_to_unpatched(snaps, config):
+    n, s = snaps
+    assert s[config].proc_partitions == s["unpatched"].proc_partitions
+    assert s[config].ls_dev == s["unpatched"].ls_dev
+    assert s[config].sys_block == s["unpatched"].sys_block
