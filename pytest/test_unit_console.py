@@ -1,0 +1,108 @@
+"""Console protocol and bad-pattern detection, on recorded logs and a fake channel (no VM)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from harness import console
+
+DATA = Path(__file__).parent / "data"
+
+
+class FakeChild:
+    """Plays back scripted channel output through pexpect's own matching."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = replies
+        self.sent: list[str] = []
+        self.before = ""
+        self.match = None
+        self.buffer = ""
+
+    def sendline(self, s: str) -> int:
+        self.sent.append(s)
+        if s and self.replies:
+            m = re.search(r"printf '.*' \$\? ([0-9a-f]+)$", s)
+            self.buffer += self.replies.pop(0).replace("TOKEN", m.group(1) if m else "")
+        return len(s)
+
+    def expect(self, patterns, timeout=None):
+        for i, p in enumerate(patterns):
+            if isinstance(p, str):
+                m = re.search(p, self.buffer)
+                if m:
+                    self.before, self.match = self.buffer[:m.start()], m
+                    self.buffer = self.buffer[m.end():]
+                    return i
+        return patterns.index(pexpect.TIMEOUT)
+
+
+def test_wrap_never_contains_its_own_marker():
+    line = console.wrap("echo hi", "deadbeef")
+    assert not console.MARKER.search(line)
+    assert line.startswith("( echo hi\n)") and "</dev/null" in line
+
+
+def test_clean_drops_only_the_marker_newline():
+    assert console.clean("a\r\nb\r\n\r\n") == "a\nb\n"
+    assert console.clean("\r\n") == ""
+
+
+def test_run_returns_output_and_status(tmp_path):
+    log = tmp_path / "kernel.log"
+    log.write_text((DATA / "kernel-clean.log").read_text())
+    child = FakeChild(["hello\r\n\r\n@@SRPART-RC 3 TOKEN@@\r\n"])
+    r = console.Console(child, log).run("echo hello; exit 3")
+    assert (r.output, r.status) == ("hello\n", 3)
+
+
+def test_stale_marker_of_another_command_is_skipped(tmp_path):
+    child = FakeChild(["old\r\n@@SRPART-RC 0 00000000@@\r\nnew\r\n\r\n@@SRPART-RC 0 TOKEN@@\r\n"])
+    r = console.Console(child, tmp_path / "none.log").run("echo new")
+    assert r.output == "new\n"
+
+
+def test_kernel_warning_fails_the_next_command(tmp_path):
+    log = tmp_path / "kernel.log"
+    log.write_text((DATA / "kernel-warning.log").read_text())
+    child = FakeChild(["x\r\n\r\n@@SRPART-RC 0 TOKEN@@\r\n"])
+    with pytest.raises(console.GuestError, match=r"bad pattern \(WARNING\)"):
+        console.Console(child, log).run("true")
+
+
+def test_kernel_log_is_checked_incrementally_and_across_partial_lines(tmp_path):
+    log = tmp_path / "kernel.log"
+    log.write_text((DATA / "kernel-clean.log").read_text() + "[    3.0] Oo")
+    con = console.Console(FakeChild([]), log)
+    con.check_kernel_log()                 # clean so far; "Oo" is an unfinished line
+    with open(log, "a") as fh:
+        fh.write("ps: 0000 [#1] SMP\n")
+    with pytest.raises(console.GuestError, match=r"\(Oops\)"):
+        con.check_kernel_log()
+
+
+def test_timeout_is_reported_with_the_log_tail(tmp_path):
+    log = tmp_path / "kernel.log"
+    log.write_text((DATA / "kernel-clean.log").read_text())
+    with pytest.raises(console.GuestTimeout, match=r"reboot: Restarting system"):
+        console.Console(FakeChild([]), log).run("sleep 100", timeout=0.3)
+
+
+@pytest.mark.parametrize("text,name", [
+    ("Kernel panic - not syncing: Attempted to kill init!", "panic"),
+    ("BUG: kernel NULL pointer dereference, address: 0000000000000000", "BUG"),
+    ("WARNING: CPU: 0 PID: 1 at fs/block_dev.c:1 x", "WARNING"),
+    ("Oops: 0002 [#1] PREEMPT SMP", "Oops"),
+    ("BUG: KASAN: use-after-free in add_partition+0x1/0x2", "BUG"),
+    ("UBSAN: shift-out-of-bounds in block/partitions/msdos.c:1:2", "UBSAN"),
+    ("general protection fault, probably for non-canonical address", "general protection fault"),
+])
+def test_bad_patterns(text, name):
+    assert console.find_bad(f"[    1.0] {text}\n") == name
+
+
+def test_clean_log_has_no_bad_pattern():
+    assert console.find_bad((DATA / "kernel-clean.log").read_text()) is None

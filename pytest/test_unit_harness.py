@@ -1,0 +1,102 @@
+"""QEMU command line, accelerator choice, Kconfig validation, guest parsers, cpio (no VM)."""
+from __future__ import annotations
+
+import gzip
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import guest, initramfs, kconfig, qemu
+from harness.errors import SrpartError
+
+DATA = Path(__file__).parent / "data"
+
+
+def argv_of(**kw) -> list[str]:
+    base = dict(kernel=Path("/k"), initrd=Path("/i"))
+    base.update(kw)
+    return qemu.QemuConfig(**base).argv()
+
+
+def test_qemu_one_scsi_cd_per_image_in_order():
+    a = argv_of(drives=[qemu.Drive(Path("/a.iso")), qemu.Drive(Path("/b.iso"))])
+    devs = [a[i + 1] for i, x in enumerate(a) if x == "-device"]
+    assert devs[0] == "virtio-scsi-pci,id=scsi0"
+    assert devs[1].startswith("scsi-cd,") and "scsi-id=0" in devs[1] and "drive=drive0" in devs[1]
+    assert devs[2].startswith("scsi-cd,") and "scsi-id=1" in devs[2] and "drive=drive1" in devs[2]
+    assert "filename=/a.iso" in " ".join(a) and "filename=/b.iso" in " ".join(a)
+
+
+def test_qemu_machine_console_and_no_reboot():
+    a = argv_of(cmdline=["sr_mod.partscan=1"], kernel_log=Path("/l"))
+    assert a[a.index("-machine") + 1] == "q35,accel=tcg"
+    assert "-no-reboot" in a and "-cpu" not in a
+    assert "file:/l" in a and "chardev:cmd0" in a
+    append = a[a.index("-append") + 1].split()
+    assert append[:2] == ["console=ttyS0", "panic=-1"]
+    assert "srpart.drives=0" in append and append[-1] == "sr_mod.partscan=1"
+
+
+def test_qemu_empty_drive_has_no_medium():
+    a = argv_of(drives=[qemu.Drive(None)])
+    assert "-blockdev" not in a
+    assert any(x.startswith("scsi-cd,") and "drive=" not in x for x in a)
+
+
+def test_kvm_only_with_vmx_or_svm(tmp_path):
+    dev = tmp_path / "kvm"
+    dev.write_text("")
+    assert not qemu.kvm_usable("flags\t: fpu sse2 hypervisor\n", str(dev))
+    assert qemu.kvm_usable("flags\t: fpu vmx sse2\n", str(dev))
+    assert not qemu.kvm_usable("flags\t: fpu vmx sse2\n", str(tmp_path / "missing"))
+
+
+def test_accel_can_be_forced(monkeypatch):
+    monkeypatch.setenv("SRPART_ACCEL", "tcg")
+    assert qemu.choose_accel() == "tcg"
+    assert qemu.choose_accel("kvm") == "kvm"
+    with pytest.raises(SrpartError):
+        qemu.choose_accel("hvf")
+
+
+def test_kconfig_names_every_lost_option(tmp_path):
+    want = kconfig.Kconfig.parse("CONFIG_A=y\nCONFIG_B=y\n# CONFIG_C is not set\nCONFIG_D=m\n")
+    dot = tmp_path / ".config"
+    dot.write_text("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_D=y\n")
+    with pytest.raises(SrpartError) as e:
+        kconfig.validate_config(want, dot)
+    msg = str(e.value)
+    assert "CONFIG_B=y (got n)" in msg and "CONFIG_D=m (got y)" in msg
+    assert "CONFIG_A" not in msg and "CONFIG_C" not in msg   # absent satisfies "is not set"
+
+
+def test_fragment_parses_and_asks_for_the_option_off():
+    frag = kconfig.Kconfig.read(Path(__file__).parent.parent / "Kconfig.fragment")
+    assert frag.options["CONFIG_BLK_DEV_SR"] == "y"
+    assert frag.options["CONFIG_BLK_DEV_SR_PARTSCAN"] == "n"
+
+
+def test_parse_recorded_guest_output():
+    proc = guest.parse_proc_partitions((DATA / "proc-partitions-2drives.txt").read_text())
+    assert [(r.major, r.minor, r.name) for r in proc][:2] == [(11, 0, "sr0"), (259, 0, "sr0p1")]
+    assert len(proc) == 7
+    sysp = guest.parse_sys_partitions((DATA / "sys-partitions-2drives.txt").read_text())
+    assert sysp[2] == guest.SysPartition("sr1p1", 259, 2, 0, 13912)
+
+
+def test_cpio_is_readable_by_cpio(tmp_path):
+    c = initramfs.Cpio()
+    for e in initramfs.entries(b"BB", b"PROBE", b"#!/bin/sh\n"):
+        c.add(e)
+    (tmp_path / "i.cpio").write_bytes(c.finish())
+    listing = subprocess.run(["cpio", "-itv", "-F", str(tmp_path / "i.cpio")], capture_output=True,
+                             text=True, check=True).stdout
+    assert "init" in listing and "bin/busybox" in listing
+    assert any(ln.startswith("crw") and "dev/console" in ln for ln in listing.splitlines())
+
+
+def test_initramfs_has_init_and_helpers():
+    data = gzip.decompress(initramfs.build().read_bytes())
+    for name in (b"init\0", b"bin/busybox\0", b"bin/srprobe\0", b"dev/console\0"):
+        assert name in data
