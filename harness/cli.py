@@ -24,12 +24,8 @@ def partscan_cmdline(value: str) -> list[str]:
 
 
 def cmd_deps(args: argparse.Namespace) -> int:
-    if args.install:
-        got = packages.install_missing()
-        print(f"srpart: installed {' '.join(got)}" if got else "srpart: all Debian packages present")
-    else:
-        packages.require()
-        print("srpart: all Debian packages present")
+    packages.require()
+    print("srpart: all Debian packages present")
     return 0
 
 
@@ -101,8 +97,7 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    d = sub.add_parser("deps", help="check (or, as root, install) the Debian packages")
-    d.add_argument("--install", action="store_true")
+    d = sub.add_parser("deps", help="check the Debian packages (make deps installs them)")
     d.set_defaults(func=cmd_deps)
 
     b = sub.add_parser("build", help="build test kernels and the initramfs")

@@ -68,15 +68,24 @@ def configure(tree: Path, obj: Path, requested: Kconfig, jobs: int) -> None:
     """tinyconfig, merge the fragment with merge_config.sh, olddefconfig, validate."""
     obj.mkdir(parents=True, exist_ok=True)
     frag = obj / "srpart.fragment"
-    frag.write_text(requested.render())
-    steps = [
-        ["make", "-s", f"O={obj}", "tinyconfig"],
-        ["scripts/kconfig/merge_config.sh", "-m", "-O", str(obj), str(obj / ".config"), str(frag)],
-        ["make", "-s", f"O={obj}", "olddefconfig"],
-    ]
+    stamp = obj / "srpart.fragment.stamp"
+    text = requested.render()
+    if (obj / ".config").exists() and stamp.exists() and stamp.read_text() == text:
+        # same fragment, maybe another variant's Kconfig: olddefconfig adds or
+        # drops that variant's symbols (about 1 s instead of 7)
+        steps = [["make", "-s", f"O={obj}", "olddefconfig"]]
+    else:
+        stamp.unlink(missing_ok=True)
+        frag.write_text(text)
+        steps = [
+            ["make", "-s", f"O={obj}", "tinyconfig"],
+            ["scripts/kconfig/merge_config.sh", "-m", "-O", str(obj), str(obj / ".config"), str(frag)],
+            ["make", "-s", f"O={obj}", "olddefconfig"],
+        ]
     for cmd in steps:
         r = subprocess.run(cmd, cwd=tree, text=True, capture_output=True)
         if r.returncode != 0:
             tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["?"]
             raise SrpartError(f"{' '.join(cmd[:3])} failed in {tree}: {tail[0]}")
     validate_config(requested, obj / ".config")
+    stamp.write_text(text)

@@ -11,6 +11,7 @@ variants, since kbuild tracks dependencies per config symbol).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -33,6 +34,16 @@ class Kernel:
     bzimage: Path
     config: Path
     built_seconds: float | None = None   # None: taken from cache
+
+
+def record_timing(series: str, variant: str, seconds: float, cold: bool) -> None:
+    """Append to build/kernels/<series>/timings.json, which `make bench` reports."""
+    f = paths.KERNELS / series / "timings.json"
+    rows = json.loads(f.read_text()) if f.exists() else []
+    rows.append({"variant": variant, "seconds": round(seconds, 1), "cold": cold,
+                 "when": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps(rows[-50:], indent=1))
 
 
 def requested_config(variant: str) -> kconfig.Kconfig:
@@ -69,6 +80,7 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
         t0 = time.monotonic()
         source.checkout(src, ref)
         obj = paths.OBJ / series
+        cold = not (obj / "vmlinux").exists()
         kconfig.configure(src.tree, obj, want, jobs)
         if not quiet:
             print(f"srpart: building {series} {variant} ({src.version}) in {obj}", flush=True)
@@ -86,5 +98,7 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
         shutil.copy2(obj / ".config", out / "config")
         (out / "version").write_text(src.version + "\n")
         stamp.write_text(key)
+        seconds = time.monotonic() - t0
+        record_timing(series, variant, seconds, cold)
         return Kernel(series, variant, src.version, out / "bzImage", out / "config",
-                      built_seconds=time.monotonic() - t0)
+                      built_seconds=seconds)

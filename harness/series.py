@@ -1,0 +1,55 @@
+"""Series hygiene: `git am` onto the pristine tree, then checkpatch --strict on every patch.
+
+    /usr/bin/python3 -m harness.series --kernel 6.1
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+
+from . import paths, source
+from .errors import SrpartError
+from .lock import locked
+
+TOTAL = re.compile(r"^total: (\d+) errors, (\d+) warnings, (?:(\d+) checks, )?\d+ lines checked", re.M)
+
+
+def checkpatch(tree, patch) -> tuple[int, int, int, str]:
+    r = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict",
+                        str(patch)], cwd=tree, capture_output=True, text=True)
+    m = TOTAL.search(r.stdout)
+    if not m:
+        raise SrpartError(f"checkpatch printed no total for {patch.name}: {r.stderr.strip()[:200]}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), r.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="harness.series", description=__doc__)
+    ap.add_argument("--kernel", default="6.1")
+    args = ap.parse_args(argv)
+    try:
+        with locked(paths.BUILD / "locks" / f"kernel-{args.kernel}.lock"):
+            src = source.extract(args.kernel)
+            commit = source.apply_series(src, args.kernel, force=True)
+            files = source.series_files(args.kernel)
+            print(f"srpart: git am of {len(files)} patches onto linux-source-{args.kernel} "
+                  f"{src.version}: ok ({commit[:12]})")
+            bad = 0
+            for f in sorted(paths.PATCHES.joinpath(args.kernel).glob("*.patch")):
+                if f.name.startswith("0000-"):
+                    continue
+                e, w, c, out = checkpatch(src.tree, f)
+                print(f"  checkpatch --strict {f.name}: {e} errors, {w} warnings, {c} checks")
+                if e or w or c:
+                    bad += 1
+                    print(out)
+    except SrpartError as e:
+        print(f"srpart: error: {e}", file=sys.stderr)
+        return 2
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
