@@ -61,8 +61,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
     command = " ".join(args.command) if args.command else guest.DEFAULT_CMD
     with VM(spec, f"boot-{args.kernel}-{args.variant}") as vm:
         r = vm.run(command, timeout=args.timeout)
-        if r.output:
-            print(r.output)
+        sys.stdout.write(r.output)
     return r.status
 
 
@@ -88,7 +87,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"in {vm.boot_seconds:.1f} s")
         for command, title in steps:
             print(f"\n== {title}")
-            print(vm.check(command))
+            print(vm.check(command).rstrip("\n"))
     return 0
 
 
