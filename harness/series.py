@@ -1,4 +1,4 @@
-"""Series hygiene: `git am` onto the pristine tree, then checkpatch --strict on every patch.
+"""Series hygiene: `git am` onto the pristine tree, no trailing blanks, checkpatch --strict.
 
     /usr/bin/python3 -m harness.series --kernel 6.1
 """
@@ -8,12 +8,24 @@ import argparse
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from . import paths, source
 from .errors import SrpartError
 from .lock import locked
 
 TOTAL = re.compile(r"^total: (\d+) errors, (\d+) warnings, (?:(\d+) checks, )?\d+ lines checked", re.M)
+
+
+def trailing_whitespace(patch: Path) -> list[str]:
+    """`file:line` of every line ending in blanks, context lines included.
+
+    checkpatch only looks at added lines; mail tools and other checkers
+    flag the " " that git writes for an empty context line, so the series
+    is exported with diff.suppressBlankEmpty=true.
+    """
+    return [f"{patch.name}:{n}" for n, line in enumerate(patch.read_text().splitlines(), 1)
+            if line != line.rstrip()]
 
 
 def checkpatch(tree, patch) -> tuple[int, int, int, str]:
@@ -32,12 +44,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with locked(paths.BUILD / "locks" / f"kernel-{args.kernel}.lock"):
             src = source.extract(args.kernel)
-            commit = source.apply_series(src, args.kernel, force=True)
+            # applied with git am onto srpart-base by `make kernels`; redone
+            # only when the series changed (apply_series keeps its hash)
+            commit = source.apply_series(src, args.kernel)
             files = source.series_files(args.kernel)
             print(f"srpart: git am of {len(files)} patches onto linux-source-{args.kernel} "
                   f"{src.version}: ok ({commit[:12]})")
             bad = 0
             for f in sorted(paths.PATCHES.joinpath(args.kernel).glob("*.patch")):
+                ws = trailing_whitespace(f)
+                if ws:
+                    bad += 1
+                    print(f"  trailing whitespace: {', '.join(ws)}")
                 if f.name.startswith("0000-"):
                     continue
                 e, w, c, out = checkpatch(src.tree, f)

@@ -133,17 +133,17 @@ def _hunk_number(text: str, fname: str, line: int) -> int | None:
     return None
 
 
-def apply_series(src: KernelSource, name: str, force: bool = False) -> str:
+def apply_series(src: KernelSource, name: str) -> str:
     """Make branch `name` = srpart-base + patches/<name> (git am); return its commit.
 
-    Skipped when the branch already holds this exact series, unless `force`.
+    Skipped when the branch already holds this exact series (same hash).
     """
     files = series_files(name)
     want = series_hash(files)
     tree = src.tree
     stamp = tree / ".git" / f"srpart-series-{name.replace('/', '_')}"
     have = _git(tree, "rev-parse", "-q", "--verify", f"refs/heads/{name}", check=False)
-    if not force and have.returncode == 0 and stamp.exists() and stamp.read_text() == want:
+    if have.returncode == 0 and stamp.exists() and stamp.read_text() == want:
         return have.stdout.strip()
     _git(tree, "am", "--abort", check=False)
     _git(tree, "checkout", "-q", "-f", "srpart-base")

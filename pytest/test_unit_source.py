@@ -65,3 +65,10 @@ def test_unknown_kernel_is_one_line():
 def test_series_excludes_the_cover_letter():
     names = [p.name for p in source.series_files("6.1")]
     assert names and not any(n.startswith("0000-") for n in names)
+
+
+def test_no_patch_line_ends_in_whitespace():
+    from harness import paths, series
+
+    for f in sorted(paths.PATCHES.glob("*/*.patch")):
+        assert series.trailing_whitespace(f) == [], f.name
