@@ -16,10 +16,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-from . import initramfs, kernel, paths, qemu, source
-from .vm import VM, BootSpec
+from . import kconfig, kernel, paths, qemu, source
+from .vm import VM, boot_spec
 
 
 def measure_incremental(series: str) -> tuple[float, float]:
@@ -47,11 +45,10 @@ def measure_cold(series: str) -> float:
     source.checkout(src, series)
     obj = paths.BUILD / "obj-bench"
     shutil.rmtree(obj, ignore_errors=True)
-    from . import kconfig
-    kconfig.configure(src.tree, obj, kernel.requested_config("srpart"), os.cpu_count() or 1)
+    kconfig.configure(src.tree, obj, kernel.requested_config())
     t = time.monotonic()
-    subprocess.run(["make", f"-j{os.cpu_count()}", f"O={obj}", "bzImage"], cwd=src.tree, check=True,
-                   stdout=subprocess.DEVNULL)
+    kernel.make_bzimage(src.tree, obj, os.cpu_count() or 1, paths.LOGS / "build-bench-cold.log",
+                        f"{series} cold (bench)")
     secs = time.monotonic() - t
     shutil.rmtree(obj, ignore_errors=True)
     return secs
@@ -67,10 +64,8 @@ def recorded_cold(series: str) -> float | None:
 def measure_vm(series: str, boots: int) -> list[tuple[float, float]]:
     from fixtures import catalog
 
-    k = kernel.build(series, "srpart", quiet=True)
-    spec = BootSpec(kernel=k.bzimage, initrd=initramfs.build(),
-                    drives=[qemu.Drive(i.path) for i in catalog.drive_images(8)],
-                    cmdline=["sr_mod.partscan=1"])
+    spec = boot_spec(series, "srpart", [i.path for i in catalog.drive_images(8)],
+                     ["sr_mod.partscan=1"])
     out = []
     for i in range(boots):
         t = time.monotonic()

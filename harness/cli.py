@@ -8,10 +8,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import guest, initramfs, kernel, packages, qemu, source
+from . import guest, initramfs, kernel, packages, source
 from .console import GuestError
 from .errors import SrpartError
-from .vm import VM, BootSpec
+from .vm import VM, boot_spec
 
 PARTSCAN_ARGS = {"on": ["sr_mod.partscan=1"], "off": ["sr_mod.partscan=0"], "absent": []}
 
@@ -54,10 +54,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
             raise SrpartError(f"image not found: {c}")
     source.tarball_for(args.kernel)
     packages.require(["qemu-system-x86", "busybox-static"])
-    k = kernel.build(args.kernel, args.variant)
-    spec = BootSpec(kernel=k.bzimage, initrd=initramfs.build(),
-                    drives=[qemu.Drive(c.resolve()) for c in cds],
-                    cmdline=partscan_cmdline(args.partscan), accel=args.accel)
+    spec = boot_spec(args.kernel, args.variant, cds, partscan_cmdline(args.partscan), args.accel)
     command = " ".join(args.command) if args.command else guest.DEFAULT_CMD
     with VM(spec, f"boot-{args.kernel}-{args.variant}") as vm:
         r = vm.run(command, timeout=args.timeout)
@@ -69,10 +66,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from fixtures import catalog
 
     imgs = catalog.drive_images(2)
-    k = kernel.build(args.kernel, "srpart")
-    spec = BootSpec(kernel=k.bzimage, initrd=initramfs.build(),
-                    drives=[qemu.Drive(i.path) for i in imgs], cmdline=partscan_cmdline("on"),
-                    accel=args.accel)
+    spec = boot_spec(args.kernel, "srpart", [i.path for i in imgs], partscan_cmdline("on"), args.accel)
+    version = kernel.build(args.kernel, "srpart", quiet=True).version
     first = imgs[0].data[0]
     steps = [
         ("cat /proc/partitions", "/proc/partitions in the guest (sr_mod.partscan=1):"),
@@ -83,7 +78,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
          f"content of {first.file} read from /dev/sr0p{first.number}:"),
     ]
     with VM(spec, f"demo-{args.kernel}") as vm:
-        print(f"srpart: booted {k.version} with {', '.join(i.path.name for i in imgs)} "
+        print(f"srpart: booted {version} with {', '.join(i.path.name for i in imgs)} "
               f"in {vm.boot_seconds:.1f} s")
         for command, title in steps:
             print(f"\n== {title}")

@@ -40,7 +40,6 @@ class GuestTimeout(GuestError):
 
 class Spawned(Protocol):   # the subset of pexpect.spawn the console uses
     before: str
-    after: object
     match: object
 
     def sendline(self, s: str) -> int: ...
@@ -97,7 +96,6 @@ class Console:
         self.cmd_log = cmd_log
         self._eof = pexpect.EOF
         self._timeout = pexpect.TIMEOUT
-        self._bad = list(BAD_PATTERNS.items())
         self._seen = 0        # bytes of the kernel log already checked
         self._carry = ""      # last partial line, checked again with what follows
         self.nudges = 0
@@ -135,6 +133,15 @@ class Console:
 
     def wait_ready(self, timeout: float) -> None:
         self.expect(re.escape(READY) + r"\r*\n", timeout)
+
+    def wait_exit(self, timeout: float) -> None:
+        """Wait for QEMU to exit (after `reboot -f`), nudging like run() does."""
+        deadline = time.monotonic() + timeout
+        while self.child.expect([self._eof, self._timeout], timeout=NUDGE_AFTER) != 0:
+            if time.monotonic() > deadline:
+                raise self._fail("guest did not power off")
+            self.child.sendline("")
+        self.check_kernel_log(final=True)
 
     def run(self, command: str, timeout: float = 30) -> Result:
         token = secrets.token_hex(4)

@@ -64,7 +64,7 @@ def validate_config(requested: Kconfig, dotconfig: Path) -> None:
         raise SrpartError(f"{dotconfig}: requested options lost after olddefconfig: {', '.join(lost)}")
 
 
-def configure(tree: Path, obj: Path, requested: Kconfig, jobs: int) -> None:
+def configure(tree: Path, obj: Path, requested: Kconfig) -> None:
     """tinyconfig, merge the fragment with merge_config.sh, olddefconfig, validate."""
     obj.mkdir(parents=True, exist_ok=True)
     frag = obj / "srpart.fragment"

@@ -46,8 +46,20 @@ def record_timing(series: str, variant: str, seconds: float, cold: bool) -> None
     f.write_text(json.dumps(rows[-50:], indent=1))
 
 
-def requested_config(variant: str) -> kconfig.Kconfig:
+def requested_config() -> kconfig.Kconfig:
     return kconfig.Kconfig.read(paths.FRAGMENT)
+
+
+def make_bzimage(tree: Path, obj: Path, jobs: int, log: Path, what: str) -> Path:
+    """`make bzImage` in object tree `obj`; on failure, print the log's tail and fail naming it."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as fh:
+        r = subprocess.run(["make", f"-j{jobs}", f"O={obj}", "bzImage"], cwd=tree,
+                           stdout=fh, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        print("\n".join(log.read_text(errors="replace").strip().splitlines()[-15:]))
+        raise SrpartError(f"kernel build {what} failed; full log: {log}")
+    return obj / "arch/x86/boot/bzImage"
 
 
 def _ref_for(series: str, variant: str) -> str:
@@ -69,10 +81,8 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
         ref = _ref_for(series, variant)
         if variant != "unpatched":
             source.apply_series(src, series)
-        tree_id = subprocess.run(["git", "rev-parse", f"{ref}^{{tree}}"], cwd=src.tree, text=True,
-                                 capture_output=True, check=True).stdout.strip()
-        want = requested_config(variant)
-        key = hashlib.sha256(f"{tree_id}\n{want.render()}".encode()).hexdigest()[:16]
+        want = requested_config()
+        key = hashlib.sha256(f"{source.tree_id(src, ref)}\n{want.render()}".encode()).hexdigest()[:16]
         out = artifact_dir(series, variant)
         stamp = out / "stamp"
         if stamp.exists() and stamp.read_text() == key and (out / "bzImage").exists():
@@ -81,20 +91,13 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
         source.checkout(src, ref)
         obj = paths.OBJ / series
         cold = not (obj / "vmlinux").exists()
-        kconfig.configure(src.tree, obj, want, jobs)
+        kconfig.configure(src.tree, obj, want)
         if not quiet:
             print(f"srpart: building {series} {variant} ({src.version}) in {obj}", flush=True)
-        log = paths.LOGS / f"build-{series}-{variant}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "w") as fh:
-            r = subprocess.run(["make", f"-j{jobs}", f"O={obj}", "bzImage"], cwd=src.tree,
-                               stdout=fh, stderr=subprocess.STDOUT)
-        if r.returncode != 0:
-            tail = log.read_text(errors="replace").strip().splitlines()[-15:]
-            print("\n".join(tail))
-            raise SrpartError(f"kernel build {series} {variant} failed; full log: {log}")
+        bz = make_bzimage(src.tree, obj, jobs, paths.LOGS / f"build-{series}-{variant}.log",
+                          f"{series} {variant}")
         out.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(obj / "arch/x86/boot/bzImage", out / "bzImage")
+        shutil.copy2(bz, out / "bzImage")
         shutil.copy2(obj / ".config", out / "config")
         (out / "version").write_text(src.version + "\n")
         stamp.write_text(key)

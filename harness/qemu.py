@@ -51,8 +51,6 @@ class QemuConfig:
     accel: str = "tcg"
     memory_mb: int = 256
     kernel_log: Path | None = None
-    qmp_socket: Path | None = None
-    start_paused: bool = False
 
     def argv(self) -> list[str]:
         append = ["console=ttyS0", "panic=-1", f"srpart.drives={self.cd_count()}", *self.cmdline]
@@ -78,10 +76,6 @@ class QemuConfig:
             if d.image is not None:
                 dev += f",drive=drive{i}"
             argv += ["-device", dev]
-        if self.qmp_socket:
-            argv += ["-qmp", f"unix:{self.qmp_socket},server=on,wait=off"]
-        if self.start_paused:
-            argv += ["-S"]
         return argv
 
     def cd_count(self) -> int:

@@ -162,7 +162,11 @@ def apply_series(src: KernelSource, name: str) -> str:
     return _git(tree, "rev-parse", "HEAD").stdout.strip()
 
 
-def checkout(src: KernelSource, ref: str) -> str:
+def checkout(src: KernelSource, ref: str) -> None:
     """Point the work tree at `ref`; only files that differ get new mtimes."""
     _git(src.tree, "checkout", "-q", "-f", ref)
-    return _git(src.tree, "rev-parse", "HEAD^{tree}").stdout.strip()
+
+
+def tree_id(src: KernelSource, ref: str) -> str:
+    """The git tree `ref` holds: what a kernel built from it depends on."""
+    return _git(src.tree, "rev-parse", f"{ref}^{{tree}}").stdout.strip()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import paths, qemu
-from .console import NUDGE_AFTER, Console, GuestError, Result, log_tail
+from .console import Console, GuestError, Result
 from .errors import SrpartError
 
 BOOT_TIMEOUT = 120.0     # TCG on a loaded CI machine; a normal boot takes ~2 s
@@ -36,6 +36,17 @@ class BootSpec:
         return qemu.QemuConfig(kernel=self.kernel, initrd=self.initrd, drives=list(self.drives),
                                cmdline=list(self.cmdline), accel=qemu.choose_accel(self.accel),
                                memory_mb=self.memory_mb, kernel_log=kernel_log)
+
+
+def boot_spec(series: str, variant: str, images: list[Path | None], cmdline: list[str],
+              accel: str | None = None) -> BootSpec:
+    """The usual spec: a built kernel variant, the initramfs, one scsi-cd per image."""
+    from . import initramfs, kernel
+
+    k = kernel.build(series, variant, quiet=True)
+    return BootSpec(kernel=k.bzimage, initrd=initramfs.build(),
+                    drives=[qemu.Drive(Path(i).resolve() if i else None) for i in images],
+                    cmdline=list(cmdline), accel=accel)
 
 
 def safe_name(name: str) -> str:
@@ -88,20 +99,12 @@ class VM:
         return r.output
 
     def stop(self) -> None:
-        """Scan the kernel log, then `reboot -f` (QEMU exits via -no-reboot)."""
-        import pexpect
-
+        """`reboot -f` (QEMU exits via -no-reboot), then a last scan of the kernel log."""
         if not self.child:
             return
         try:
             self.child.sendline("reboot -f")
-            deadline = time.monotonic() + SHUTDOWN_TIMEOUT
-            while self.child.expect([pexpect.EOF, pexpect.TIMEOUT], timeout=NUDGE_AFTER) != 0:
-                if time.monotonic() > deadline:
-                    raise GuestError(f"guest did not power off; kernel log {self.log}:\n"
-                                     f"{log_tail(self.log)}")
-                self.child.sendline("")   # see Console.run: wake a stalled input line
-            self.console.check_kernel_log(final=True)
+            self.console.wait_exit(SHUTDOWN_TIMEOUT)
         finally:
             self.total_seconds = time.monotonic() - self._t0
             self._kill()

@@ -12,8 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import initramfs, kernel, packages, qemu  # noqa: E402
-from harness.vm import VM, BootSpec  # noqa: E402
+from harness import initramfs, packages  # noqa: E402
+from harness.vm import VM, boot_spec  # noqa: E402
 
 SERIES = "6.1"
 
@@ -31,26 +31,13 @@ def initrd(require_vm_tools) -> Path:
 
 
 @pytest.fixture(scope="session")
-def kernels(require_vm_tools):
-    """kernels(variant) -> Kernel, built once (up to date after `make kernels`)."""
-    cache: dict[str, kernel.Kernel] = {}
+def boot(initrd):
+    """boot(variant, images, cmdline, name) -> a VM to start (or use as a context manager).
 
-    def get(variant: str) -> kernel.Kernel:
-        if variant not in cache:
-            cache[variant] = kernel.build(SERIES, variant, quiet=True)
-        return cache[variant]
-
-    return get
-
-
-@pytest.fixture(scope="session")
-def boot(kernels, initrd):
-    """boot(variant, images, cmdline, name) -> a started VM (use as a context manager)."""
+    Kernels are built at most once (`make kernels` leaves them up to date).
+    """
 
     def start(variant: str, images: list[Path], cmdline: list[str], name: str) -> VM:
-        k = kernels(variant)
-        spec = BootSpec(kernel=k.bzimage, initrd=initrd,
-                        drives=[qemu.Drive(Path(i)) for i in images], cmdline=cmdline)
-        return VM(spec, name)
+        return VM(boot_spec(SERIES, variant, images, cmdline), name)
 
     return start
