@@ -13,8 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .errors import SrpartError
+
 READY = "@@SRPART-READY@@"
 MARKER = re.compile(r"@@SRPART-RC (\d+) ([0-9a-f]+)@@\r*\n")
+# N_TTY's canonical-mode line buffer holds 4096 bytes with the newline:
+# a longer line is cut and the shell waits for the rest of it forever.
+MAX_LINE = 4096
 NUDGE_AFTER = 0.2   # seconds without the marker before an empty line is sent
 
 BAD_PATTERNS: dict[str, str] = {
@@ -144,6 +149,10 @@ class Console:
         self.check_kernel_log(final=True)
 
     def run(self, command: str, timeout: float = 30) -> Result:
+        too_long = [ln for ln in wrap(command, "0" * 8).splitlines() if len(ln) >= MAX_LINE]
+        if too_long:
+            raise SrpartError(f"guest command line of {len(too_long[0])} bytes: the guest tty "
+                              f"takes at most {MAX_LINE - 1} per line; split the command")
         token = secrets.token_hex(4)
         log = getattr(self.child, "logfile_read", None)
         if log:   # the tty does not echo: keep a transcript of what was sent

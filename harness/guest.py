@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# One line per partition of an sr drive: name major:minor start size
-PARTITIONS_CMD = (
-    "for p in /sys/block/sr*/sr*p*; do [ -e \"$p\" ] || continue; "
-    "echo \"${p##*/} $(cat $p/dev) $(cat $p/start) $(cat $p/size)\"; done"
-)
+def partitions_cmd(disk: str = "sr") -> str:
+    """One line per partition of the `disk`* disks: name major:minor start size."""
+    return (f"for p in /sys/block/{disk}*/{disk}*[0-9]; do [ -e \"$p/partition\" ] || continue; "
+            "echo \"${p##*/} $(cat $p/dev) $(cat $p/start) $(cat $p/size)\"; done")
+
+
+PARTITIONS_CMD = partitions_cmd("sr")
 DEFAULT_CMD = f"cat /proc/partitions; echo; echo 'name dev start size'; {PARTITIONS_CMD}"
 
 

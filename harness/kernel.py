@@ -23,13 +23,16 @@ from . import kconfig, paths, source
 from .lock import locked
 from .errors import SrpartError
 
-VARIANTS = ("unpatched", "srpart")
+# unpatched: srpart-base; srpart: the whole series; sr-only: its first patch
+# alone (sr.c scans, the parsers are upstream's) -- what a naive patch gives,
+# for docs/media.md and the tests that show why the parser patches exist.
+VARIANTS = ("unpatched", "srpart", "sr-only")
 
 
 @dataclass(frozen=True)
 class Kernel:
     series: str        # "6.1"
-    variant: str       # "unpatched" | "srpart"
+    variant: str       # one of VARIANTS
     version: str       # "6.1.192"
     bzimage: Path
     config: Path
@@ -62,11 +65,13 @@ def make_bzimage(tree: Path, obj: Path, jobs: int, log: Path, what: str) -> Path
     return obj / "arch/x86/boot/bzImage"
 
 
-def _ref_for(series: str, variant: str) -> str:
+def _ref_for(src: source.KernelSource, series: str, variant: str) -> str:
     if variant == "unpatched":
         return "srpart-base"
     if variant == "srpart":
         return series
+    if variant == "sr-only":
+        return source.first_commit(src, "srpart-base", series)
     raise SrpartError(f"unknown kernel variant {variant!r}: choose one of {', '.join(VARIANTS)}")
 
 
@@ -78,9 +83,11 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
     jobs = jobs or os.cpu_count() or 1
     with locked(paths.BUILD / "locks" / f"kernel-{series}.lock"):
         src = source.extract(series)
-        ref = _ref_for(series, variant)
+        if variant not in VARIANTS:
+            _ref_for(src, series, variant)     # raises the error naming the choices
         if variant != "unpatched":
             source.apply_series(src, series)
+        ref = _ref_for(src, series, variant)
         want = requested_config()
         key = hashlib.sha256(f"{source.tree_id(src, ref)}\n{want.render()}".encode()).hexdigest()[:16]
         out = artifact_dir(series, variant)

@@ -1,16 +1,19 @@
 """Host-side oracle: where a partition table says partitions are.
 
-Computed from the image bytes by util-linux, which shares no code with the
-kernel's parsers. All results are in 512-byte sectors, as the kernel
+Computed from the image bytes by util-linux (fdisk, sfdisk), which shares no
+code with the kernel's parsers, or for Apple Partition Maps, which util-linux
+does not read, by a parser of our own written from the on-disk format. All results are in 512-byte sectors, as the kernel
 reports them in /sys/block/<disk>/<part>/{start,size}.
 """
 from __future__ import annotations
 
 import json
 import re
+import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .errors import SrpartError
 
@@ -36,8 +39,8 @@ def _number(node: str, image: Path) -> int:
     return int(m.group(1))
 
 
-def parse_fdisk_list(text: str, image: Path) -> tuple[int, list[tuple[int, int, int]]]:
-    """`fdisk -l -o Device,Start,Sectors` -> (unit bytes, [(number, start, sectors)])."""
+def parse_fdisk_list(text: str, image: Path) -> tuple[int, list[tuple[int, int, int, str]]]:
+    """`fdisk -l -o Device,Start,Sectors[,Id]` -> (unit bytes, [(number, start, sectors, id)])."""
     m = re.search(r"^Units: sectors of \d+ \* (\d+) = \d+ bytes", text, re.M)
     if not m:
         raise SrpartError(f"fdisk printed no unit line for {image}")
@@ -50,37 +53,112 @@ def parse_fdisk_list(text: str, image: Path) -> tuple[int, list[tuple[int, int, 
             continue
         if in_table and line.strip():
             f = line.split()
-            rows.append((_number(f[0], image), int(f[1]), int(f[2])))
+            rows.append((_number(f[0], image), int(f[1]), int(f[2]), f[3] if len(f) > 3 else ""))
     return unit, rows
 
 
-def mbr_native(image: Path, block: int) -> list[Part]:
-    """An MBR whose entries count `block`-byte sectors (fdisk -b <block>)."""
-    unit, rows = parse_fdisk_list(
-        _run(["fdisk", "-b", str(block), "-l", "-o", "Device,Start,Sectors", str(image)]), image)
+MBR_EXTENDED = {"5", "f", "85"}      # DOS, Win95 LBA and Linux extended
+
+
+def _extended_stub(part: Part, mbr_type: str, block: int) -> Part:
+    """Linux shows an MBR extended partition as a stub of one logical block."""
+    if mbr_type.lower() in MBR_EXTENDED:
+        return Part(part.number, part.start, min(part.size, block // 512))
+    return part
+
+
+def native(image: Path, block: int, label: str) -> list[Part]:
+    """An MBR ("dos") or GPT whose entries count `block`-byte sectors (fdisk -b <block>)."""
+    cols = "Device,Start,Sectors,Id" if label == "dos" else "Device,Start,Sectors"
+    text = _run(["fdisk", "-b", str(block), "-l", "-t", label, "-o", cols, str(image)])
+    if not re.search(rf"^Disklabel type: {label}$", text, re.M):
+        raise SrpartError(f"fdisk -b {block} finds no {label} label in {image}")
+    unit, rows = parse_fdisk_list(text, image)
     if unit != block:
         raise SrpartError(f"fdisk used {unit}-byte units for {image}, asked for {block}")
     k = block // 512
-    return sorted(Part(n, s * k, c * k) for n, s, c in rows)
+    return sorted(_extended_stub(Part(n, s * k, c * k), t, block) for n, s, c, t in rows)
 
 
-def sfdisk_json(image: Path) -> list[Part]:
-    """Any label libfdisk reads in 512-byte sectors (Sun, SGI, 512-unit MBR/GPT)."""
-    data = json.loads(_run(["sfdisk", "--json", str(image)]))["partitiontable"]
+def sfdisk_json(image: Path, label: str, block: int = 2048) -> list[Part]:
+    """A label libfdisk reads in 512-byte sectors: Sun, SGI, 512-unit MBR/GPT."""
+    data = json.loads(_run(["sfdisk", "--json", "--label", label, str(image)]))["partitiontable"]
+    if data.get("label") != label:
+        raise SrpartError(f"sfdisk finds a {data.get('label')} label in {image}, not {label}")
     if data.get("sectorsize", 512) != 512:
         raise SrpartError(f"sfdisk reports {data['sectorsize']}-byte sectors for {image}")
-    return sorted(Part(_number(p["node"], image), int(p["start"]), int(p["size"]))
+    return sorted(_extended_stub(Part(_number(p["node"], image), int(p["start"]), int(p["size"])),
+                                 p.get("type", "") if label == "dos" else "", block)
                   for p in data.get("partitions", []))
 
 
-ORACLES = {
-    "mbr2048": lambda img: mbr_native(img, 2048),
-    "sun": sfdisk_json,
+APM_DRIVER_MAGIC = b"ER"
+APM_ENTRY_MAGIC = b"PM"
+
+
+def apm(image: Path) -> list[Part]:
+    """Apple Partition Map: our own reading of Inside Macintosh's Driver
+    Descriptor Map (block 0: 'ER', block size) and partition map entries
+    (block 1..N: 'PM', map entry count, first block, block count). Entry i of
+    the map is partition i, the map itself being entry 1."""
+    with open(image, "rb") as fh:
+        ddm = fh.read(512)
+        if ddm[:2] != APM_DRIVER_MAGIC:
+            raise SrpartError(f"{image}: no Apple driver descriptor map ('ER') in block 0")
+        bs = struct.unpack(">H", ddm[2:4])[0]
+        if bs < 512 or bs % 512:
+            raise SrpartError(f"{image}: APM block size {bs} is not a multiple of 512")
+        parts, count, i = [], 1, 1
+        while i <= count:
+            fh.seek(i * bs)
+            e = fh.read(16)
+            if e[:2] != APM_ENTRY_MAGIC:
+                break
+            count, start, blocks = struct.unpack(">III", e[4:16])
+            if blocks:
+                parts.append(Part(i, start * bs // 512, blocks * bs // 512))
+            i += 1
+    return parts
+
+
+ORACLES: dict[str, Callable[[Path], list[Part]]] = {
+    "mbr2048": lambda img: native(img, 2048, "dos"),
+    "gpt2048": lambda img: native(img, 2048, "gpt"),
+    "mbr512": lambda img: sfdisk_json(img, "dos"),
+    "gpt512": lambda img: sfdisk_json(img, "gpt"),
+    "sun": lambda img: sfdisk_json(img, "sun"),
+    "sgi": lambda img: sfdisk_json(img, "sgi"),
+    "apm": apm,
 }
 
+# The one-line note the series adds to a disc's partition line when it read
+# the table in 512-byte units.
+UNIT_NOTE = {"mbr512": "(512-byte MBR)", "gpt512": "(512-byte GPT)"}
 
-def expected(table: str, image: Path) -> list[Part]:
-    """The partitions the kernel should show for `image` on a 2048-byte device."""
+
+@dataclass(frozen=True)
+class Layout:
+    """What the kernel should make of a table on a device with `block`-byte blocks."""
+    parts: list[Part]        # the partitions it creates
+    skipped: list[Part]      # entries it must leave out, start not block-aligned
+
+
+def on_device(parts: list[Part], block: int = 2048) -> Layout:
+    """sr reads whole blocks only: an entry starting inside a block is left
+    out; the others lose any partial last block."""
+    k = block // 512
+    keep, skipped = [], []
+    for p in parts:
+        size = p.size - p.size % k
+        if p.start % k or not size:
+            skipped.append(p)
+        else:
+            keep.append(Part(p.number, p.start, size))
+    return Layout(keep, skipped)
+
+
+def expected(table: str, image: Path, block: int = 2048) -> Layout:
+    """The partitions the kernel should show for `image` on a `block`-byte optical device."""
     try:
         fn = ORACLES[table]
     except KeyError:
@@ -90,4 +168,4 @@ def expected(table: str, image: Path) -> list[Part]:
     for p in parts:
         if p.start + p.size > disk:
             raise SrpartError(f"{image}: oracle partition {p} extends beyond the image ({disk} sectors)")
-    return parts
+    return on_device(parts, block)

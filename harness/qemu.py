@@ -53,7 +53,8 @@ class QemuConfig:
     kernel_log: Path | None = None
 
     def argv(self) -> list[str]:
-        append = ["console=ttyS0", "panic=-1", f"srpart.drives={self.cd_count()}", *self.cmdline]
+        append = ["console=ttyS0", "panic=-1", f"srpart.drives={self.count('scsi-cd')}",
+                  f"srpart.disks={self.count('scsi-hd')}", *self.cmdline]
         argv = [
             QEMU, "-machine", f"q35,accel={self.accel}", *(["-cpu", "host"] if self.accel == "kvm" else []),
             "-m", str(self.memory_mb), "-smp", "1",
@@ -78,8 +79,8 @@ class QemuConfig:
             argv += ["-device", dev]
         return argv
 
-    def cd_count(self) -> int:
-        return sum(1 for d in self.drives if d.kind == "scsi-cd")
+    def count(self, kind: str) -> int:
+        return sum(1 for d in self.drives if d.kind == kind)
 
 
 def require_qemu() -> str:

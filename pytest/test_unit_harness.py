@@ -35,7 +35,8 @@ def test_qemu_machine_console_and_no_reboot():
     assert "file:/l" in a and "chardev:cmd0" in a
     append = a[a.index("-append") + 1].split()
     assert append[:2] == ["console=ttyS0", "panic=-1"]
-    assert "srpart.drives=0" in append and append[-1] == "sr_mod.partscan=1"
+    assert "srpart.drives=0" in append and "srpart.disks=0" in append
+    assert append[-1] == "sr_mod.partscan=1"
 
 
 def test_qemu_empty_drive_has_no_medium():

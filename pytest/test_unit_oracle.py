@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ def test_parse_recorded_fdisk_2048_listing():
     image = Path("build/fixtures/srpart_d0_mbr2048.iso")
     unit, rows = oracle.parse_fdisk_list((DATA / "fdisk-2048.txt").read_text(), image)
     assert unit == 2048
-    assert rows == [(1, 512, 1024), (2, 1536, 2048)]
+    assert rows == [(1, 512, 1024, ""), (2, 1536, 2048, "")]
 
 
 def _mbr_image(path: Path, entries: list[tuple[int, int]], total_blocks: int, unit: int) -> None:
@@ -32,13 +33,61 @@ def _mbr_image(path: Path, entries: list[tuple[int, int]], total_blocks: int, un
 def test_mbr_native_scales_2048_units_to_512_sectors(tmp_path):
     img = tmp_path / "m.img"
     _mbr_image(img, [(512, 100), (700, 50)], 1024, 2048)
-    assert oracle.mbr_native(img, 2048) == [oracle.Part(1, 2048, 400), oracle.Part(2, 2800, 200)]
+    assert oracle.native(img, 2048, "dos") == [oracle.Part(1, 2048, 400), oracle.Part(2, 2800, 200)]
 
 
 def test_sfdisk_reads_512_unit_tables(tmp_path):
     img = tmp_path / "m.img"
     _mbr_image(img, [(2048, 4096)], 4096, 512)
-    assert oracle.sfdisk_json(img) == [oracle.Part(1, 2048, 4096)]
+    assert oracle.sfdisk_json(img, "dos") == [oracle.Part(1, 2048, 4096)]
+
+
+def test_sfdisk_refuses_the_wrong_label(tmp_path):
+    img = tmp_path / "m.img"
+    _mbr_image(img, [(2048, 4096)], 4096, 512)
+    with pytest.raises(SrpartError):
+        oracle.sfdisk_json(img, "sun")
+
+
+def test_on_device_skips_misaligned_starts_and_rounds_sizes_down():
+    parts = [oracle.Part(1, 0, 3304), oracle.Part(2, 1, 9923), oracle.Part(3, 8, 3),
+             oracle.Part(4, 16, 10)]
+    layout = oracle.on_device(parts, 2048)
+    assert layout.parts == [oracle.Part(1, 0, 3304), oracle.Part(4, 16, 8)]
+    assert layout.skipped == [oracle.Part(2, 1, 9923), oracle.Part(3, 8, 3)]
+
+
+def _apm_image(path, block, entries):
+    """A hand-made APM: DDM in block 0, then one 'PM' entry per (start, count)."""
+    data = bytearray(block * (len(entries) + 2))
+    data[0:4] = b"ER" + struct.pack(">H", block)
+    for i, (start, count) in enumerate(entries, 1):
+        struct.pack_into(">2sHIII", data, i * block, b"PM", 0, len(entries), start, count)
+    path.write_bytes(bytes(data))
+
+
+def test_apm_reads_entries_in_the_maps_block_size(tmp_path):
+    img = tmp_path / "a.img"
+    _apm_image(img, 2048, [(1, 3), (4, 0), (5, 2)])
+    assert oracle.apm(img) == [oracle.Part(1, 4, 12), oracle.Part(3, 20, 8)]
+    _apm_image(img, 512, [(1, 3), (4, 2)])
+    assert oracle.apm(img) == [oracle.Part(1, 1, 3), oracle.Part(2, 4, 2)]
+
+
+def test_apm_without_driver_map_is_an_error(tmp_path):
+    img = tmp_path / "a.img"
+    img.write_bytes(bytes(4096))
+    with pytest.raises(SrpartError, match="driver descriptor"):
+        oracle.apm(img)
+
+
+def test_mbr_extended_partition_is_a_one_block_stub(tmp_path):
+    img = tmp_path / "e.img"
+    img.write_bytes(bytes(8 * 1024 * 1024))
+    subprocess.run(["sfdisk", "-q", "--no-reread", "--no-tell-kernel", str(img)], text=True,
+                   input="label: dos\nstart=2048, size=8192, type=5\nstart=4096, size=2048, type=83\n",
+                   check=True, capture_output=True)
+    assert oracle.sfdisk_json(img, "dos") == [oracle.Part(1, 2048, 4), oracle.Part(5, 4096, 2048)]
 
 
 def test_partition_beyond_the_image_is_an_oracle_error(tmp_path):
