@@ -9,7 +9,7 @@ PYTEST  := $(PY) -m pytest -p no:cacheprovider
 XDIST   ?= -n auto --dist loadgroup
 JUNIT   ?= build/junit.xml
 
-.PHONY: help deps kernels fixtures demo check unit matrix bench checkpatch clean distclean
+.PHONY: help deps kernels fixtures demo check unit matrix bench checkpatch media-report clean distclean
 
 help:
 	@echo "make demo        boot the patched $(KERNEL) kernel with two partitioned CDs, read sr0p1"
@@ -17,6 +17,7 @@ help:
 	@echo "make unit        the fast tests that boot no VM"
 	@echo "make bench       print build, boot and matrix timings"
 	@echo "make checkpatch  git am the series onto a pristine tree and run checkpatch --strict"
+	@echo "make media-report  regenerate docs/media.md from three real boots (before/after the series)"
 	@echo "make clean       remove build/ except the extracted kernel tree and object tree"
 
 deps:
@@ -45,6 +46,9 @@ bench: kernels fixtures
 
 checkpatch: deps
 	$(PY) -m harness.series --kernel $(KERNEL)
+
+media-report: kernels fixtures
+	$(PY) -m harness.media_report --kernel $(KERNEL)
 
 clean:
 	rm -rf build/logs build/fixtures build/initramfs build/kernels build/junit.xml build/locks

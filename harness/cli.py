@@ -42,8 +42,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_fixtures(args: argparse.Namespace) -> int:
     from fixtures import catalog
 
-    for img in catalog.drive_images(args.drives):
-        print(f"{img.path}  {img.table}  {img.volume_label}")
+    for img in catalog.drive_images(args.drives) + catalog.kind_images(catalog.MIXED + catalog.REST):
+        print(f"{img.path}  {img.kind}  {img.table}  {img.volume_label}")
     return 0
 
 
@@ -99,7 +99,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--variant", default="all", choices=[*kernel.VARIANTS, "all"])
     b.set_defaults(func=cmd_build)
 
-    f = sub.add_parser("fixtures", help="generate the partitioned CD images")
+    f = sub.add_parser("fixtures", help="generate the partitioned CD images (matrix and every kind)")
     f.add_argument("--drives", type=int, default=8)
     f.set_defaults(func=cmd_fixtures)
 

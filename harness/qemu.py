@@ -40,6 +40,7 @@ class Drive:
     """One drive on the virtio-scsi bus: a scsi-cd (default) or a scsi-hd."""
     image: Path | None          # None: an empty CD drive
     kind: str = "scsi-cd"
+    block_size: int | None = None   # a scsi-hd's logical (and physical) block size
 
 
 @dataclass
@@ -76,6 +77,8 @@ class QemuConfig:
             dev = f"{d.kind},bus=scsi0.0,id={d.kind.replace('scsi-', '')}{i},channel=0,scsi-id={i},lun=0"
             if d.image is not None:
                 dev += f",drive=drive{i}"
+            if d.block_size:
+                dev += f",logical_block_size={d.block_size},physical_block_size={d.block_size}"
             argv += ["-device", dev]
         return argv
 

@@ -18,14 +18,25 @@ TOTAL = re.compile(r"^total: (\d+) errors, (\d+) warnings, (?:(\d+) checks, )?\d
 
 
 def trailing_whitespace(patch: Path) -> list[str]:
-    """`file:line` of every line ending in blanks, context lines included.
+    """`file:line` of every line we wrote that ends in blanks.
 
-    checkpatch only looks at added lines; mail tools and other checkers
-    flag the " " that git writes for an empty context line, so the series
-    is exported with diff.suppressBlankEmpty=true.
+    checkpatch only looks at added lines. This also covers the commit
+    message, the cover letter, and the " " git writes for an empty context
+    line (mail tools flag it; the series is exported with
+    diff.suppressBlankEmpty=true). Context lines that carry upstream's own
+    trailing blanks are left alone: they are not ours to change.
     """
-    return [f"{patch.name}:{n}" for n, line in enumerate(patch.read_text().splitlines(), 1)
-            if line != line.rstrip()]
+    bad, in_diff = [], False
+    for n, line in enumerate(patch.read_text().splitlines(), 1):
+        if line.startswith("diff --git "):
+            in_diff = True
+        if line == line.rstrip():
+            continue
+        ours = (not in_diff or line == " " or
+                (line.startswith("+") and not line.startswith("+++")))
+        if ours:
+            bad.append(f"{patch.name}:{n}")
+    return bad
 
 
 def checkpatch(tree, patch) -> tuple[int, int, int, str]:

@@ -39,14 +39,16 @@ class BootSpec:
 
 
 def boot_spec(series: str, variant: str, images: list[Path | None], cmdline: list[str],
-              accel: str | None = None, drive_kind: str = "scsi-cd") -> BootSpec:
+              accel: str | None = None, drive_kind: str = "scsi-cd",
+              block_size: int | None = None) -> BootSpec:
     """The usual spec: a built kernel variant, the initramfs, one drive per image
     (a scsi-cd, or a scsi-hd to show what a non-CD disk makes of the same bytes)."""
     from . import initramfs, kernel
 
     k = kernel.build(series, variant, quiet=True)
     return BootSpec(kernel=k.bzimage, initrd=initramfs.build(),
-                    drives=[qemu.Drive(Path(i).resolve() if i else None, drive_kind) for i in images],
+                    drives=[qemu.Drive(Path(i).resolve() if i else None, drive_kind, block_size)
+                            for i in images],
                     cmdline=list(cmdline), accel=accel)
 
 

@@ -32,12 +32,15 @@ def initrd(require_vm_tools) -> Path:
 
 @pytest.fixture(scope="session")
 def boot(initrd):
-    """boot(variant, images, cmdline, name) -> a VM to start (or use as a context manager).
+    """boot(variant, images, cmdline, name[, drive_kind]) -> a VM to start (or use as a
+    context manager). Drives are scsi-cd unless drive_kind says otherwise.
 
     Kernels are built at most once (`make kernels` leaves them up to date).
     """
 
-    def start(variant: str, images: list[Path], cmdline: list[str], name: str) -> VM:
-        return VM(boot_spec(SERIES, variant, images, cmdline), name)
+    def start(variant: str, images: list[Path], cmdline: list[str], name: str,
+              drive_kind: str = "scsi-cd", block_size: int | None = None) -> VM:
+        return VM(boot_spec(SERIES, variant, images, cmdline, drive_kind=drive_kind,
+                            block_size=block_size), name)
 
     return start

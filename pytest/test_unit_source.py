@@ -72,3 +72,13 @@ def test_no_patch_line_ends_in_whitespace():
 
     for f in sorted(paths.PATCHES.glob("*/*.patch")):
         assert series.trailing_whitespace(f) == [], f.name
+
+
+def test_trailing_whitespace_check_knows_whose_line_it_is(tmp_path):
+    from harness import series
+
+    f = tmp_path / "0001-x.patch"
+    f.write_text("Subject: [PATCH] x \n\nwhy\n---\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n"
+                 "@@ -1,3 +1,3 @@\n * upstream \n \n-old\n+new \n")
+    assert series.trailing_whitespace(f) == ["0001-x.patch:1", "0001-x.patch:10",
+                                             "0001-x.patch:12"]
