@@ -54,3 +54,21 @@ def parse_sys_partitions(text: str) -> list[SysPartition]:
 def volume_label_cmd(dev: str) -> str:
     """Print the ISO 9660 volume id (32 bytes at 32768 + 40) read from `dev`."""
     return f"dd if={dev} bs=2048 skip=16 count=1 2>/dev/null | dd bs=1 skip=40 count=32 2>/dev/null"
+
+
+def drive_partitions(sysparts: list[SysPartition], k: int) -> list[tuple[int, int, int]]:
+    """(number, start, size) of srK's partitions, by number."""
+    return sorted((int(p.name[len(f"sr{k}p"):]), p.start, p.size)
+                  for p in sysparts if p.name.startswith(f"sr{k}p"))
+
+
+def wait_cmd(condition: str, seconds: float = 10) -> str:
+    """A guest command that polls the shell `condition` every 0.1 s; status 1 on timeout."""
+    n = int(seconds * 10)
+    return f"i=0; until {condition}; do sleep 0.1; i=$((i+1)); [ $i -ge {n} ] && exit 1; done; true"
+
+
+# What must never appear in dmesg for an empty drive or a drive whose
+# medium just went away: reads of a medium that is not there.
+MEDIA_NOISE = ("I/O error", "unable to read partition table", "Sense Key", "Buffer I/O",
+               "ASC=0x3a", "beyond EOD")

@@ -56,7 +56,10 @@ class Cpio:
         return self.buf.getvalue()
 
 
-def entries(busybox: bytes, srprobe: bytes, init: bytes) -> list[Entry]:
+HELPERS = ("srprobe", "srctl")     # guest-files/<name>.c, built static into bin/
+
+
+def entries(busybox: bytes, helpers: dict[str, bytes], init: bytes) -> list[Entry]:
     d = stat.S_IFDIR | 0o755
     return [
         Entry("bin", d), Entry("dev", d), Entry("proc", d), Entry("sys", d),
@@ -64,19 +67,19 @@ def entries(busybox: bytes, srprobe: bytes, init: bytes) -> list[Entry]:
         Entry("dev/console", stat.S_IFCHR | 0o600, rdev=(5, 1)),
         Entry("bin/busybox", stat.S_IFREG | 0o755, busybox),
         Entry("bin/sh", stat.S_IFLNK | 0o777, b"busybox"),
-        Entry("bin/srprobe", stat.S_IFREG | 0o755, srprobe),
+        *(Entry(f"bin/{name}", stat.S_IFREG | 0o755, data) for name, data in helpers.items()),
         Entry("init", stat.S_IFREG | 0o755, init),
     ]
 
 
-def build_srprobe(out: Path) -> bytes:
+def build_helper(name: str, out: Path) -> bytes:
     cc = shutil.which("gcc")
     if not cc:
         raise SrpartError("gcc not found: apt-get install build-essential")
     r = subprocess.run([cc, "-static", "-Os", "-Wall", "-Werror", "-o", str(out),
-                        str(GUEST / "srprobe.c")], capture_output=True, text=True)
+                        str(GUEST / f"{name}.c")], capture_output=True, text=True)
     if r.returncode != 0:
-        raise SrpartError(f"cannot build srprobe: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+        raise SrpartError(f"cannot build {name}: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
     return out.read_bytes()
 
 
@@ -94,14 +97,14 @@ def _build() -> Path:
     image = outdir / "initramfs.cpio.gz"
     bb = BUSYBOX.read_bytes()
     init = (GUEST / "init").read_bytes()
-    src = (GUEST / "srprobe.c").read_bytes()
+    src = b"\0".join((GUEST / f"{h}.c").read_bytes() for h in HELPERS)
     key = hashlib.sha256(bb + b"\0" + init + b"\0" + src).hexdigest()[:16]
     stamp = outdir / "stamp"
     if image.exists() and stamp.exists() and stamp.read_text() == key:
         return image
-    probe = build_srprobe(outdir / "srprobe")
+    helpers = {h: build_helper(h, outdir / h) for h in HELPERS}
     data = Cpio()
-    for e in entries(bb, probe, init):
+    for e in entries(bb, helpers, init):
         data.add(e)
     tmp = image.with_suffix(".tmp")
     tmp.write_bytes(gzip.compress(data.finish(), compresslevel=6, mtime=0))

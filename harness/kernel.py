@@ -1,7 +1,11 @@
 """Build test kernels. Variants of one version share one object tree.
 
-  unpatched  srpart-base (the pristine tarball)
-  srpart     branch with patches/<version>/ applied
+  unpatched      srpart-base (the pristine tarball)
+  srpart         branch with patches/<version>/ applied
+  sr-only        the series' first patch alone
+  srpart-module  srpart with CONFIG_BLK_DEV_SR=m (own object tree
+                 build/obj/<version>-module; sr_mod.ko and cdrom.ko go into
+                 an extra initramfs archive, modules.cpio.gz)
 
 A variant's bzImage is copied to build/kernels/<version>/<variant>/ with a
 stamp of (source tree id, config). A hit costs nothing; a miss checks the
@@ -26,7 +30,9 @@ from .errors import SrpartError
 # unpatched: srpart-base; srpart: the whole series; sr-only: its first patch
 # alone (sr.c scans, the parsers are upstream's) -- what a naive patch gives,
 # for docs/media.md and the tests that show why the parser patches exist.
-VARIANTS = ("unpatched", "srpart", "sr-only")
+VARIANTS = ("unpatched", "srpart", "sr-only", "srpart-module")
+MODULE_SUFFIX = "-module"
+MODULE_CONFIG = {"CONFIG_BLK_DEV_SR": "m"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class Kernel:
     bzimage: Path
     config: Path
     built_seconds: float | None = None   # None: taken from cache
+    modules: Path | None = None          # modules.cpio.gz, for -module variants
 
 
 def record_timing(series: str, variant: str, seconds: float, cold: bool) -> None:
@@ -49,8 +56,38 @@ def record_timing(series: str, variant: str, seconds: float, cold: bool) -> None
     f.write_text(json.dumps(rows[-50:], indent=1))
 
 
-def requested_config() -> kconfig.Kconfig:
-    return kconfig.Kconfig.read(paths.FRAGMENT)
+def requested_config(variant: str = "srpart") -> kconfig.Kconfig:
+    want = kconfig.Kconfig.read(paths.FRAGMENT)
+    return want.with_options(MODULE_CONFIG) if variant.endswith(MODULE_SUFFIX) else want
+
+
+def make_modules(tree: Path, obj: Path, jobs: int, log: Path, out: Path) -> Path:
+    """`make modules modules_install` into a staging root; pack lib/modules as newc cpio.gz."""
+    from .initramfs import Cpio, Entry
+    import gzip
+    import stat
+
+    root = out / "modroot"
+    shutil.rmtree(root, ignore_errors=True)
+    with open(log, "a") as fh:
+        for target in (["modules"], ["modules_install", f"INSTALL_MOD_PATH={root}",
+                                     "INSTALL_MOD_STRIP=1"]):
+            r = subprocess.run(["make", f"-j{jobs}", f"O={obj}", *target], cwd=tree,
+                               stdout=fh, stderr=subprocess.STDOUT)
+            if r.returncode != 0:
+                raise SrpartError(f"make {target[0]} failed; full log: {log}")
+    c = Cpio()
+    for d in sorted(root.rglob("*")):
+        rel = str(d.relative_to(root))
+        if d.is_symlink():
+            continue            # build/source links into the tree
+        if d.is_dir():
+            c.add(Entry(rel, stat.S_IFDIR | 0o755))
+        else:
+            c.add(Entry(rel, stat.S_IFREG | 0o644, d.read_bytes()))
+    cpio = out / "modules.cpio.gz"
+    cpio.write_bytes(gzip.compress(c.finish(), compresslevel=6, mtime=0))
+    return cpio
 
 
 def make_bzimage(tree: Path, obj: Path, jobs: int, log: Path, what: str) -> Path:
@@ -66,6 +103,8 @@ def make_bzimage(tree: Path, obj: Path, jobs: int, log: Path, what: str) -> Path
 
 
 def _ref_for(src: source.KernelSource, series: str, variant: str) -> str:
+    if variant == "srpart" + MODULE_SUFFIX:
+        return series
     if variant == "unpatched":
         return "srpart-base"
     if variant == "srpart":
@@ -88,15 +127,18 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
         if variant != "unpatched":
             source.apply_series(src, series)
         ref = _ref_for(src, series, variant)
-        want = requested_config()
+        want = requested_config(variant)
+        module = variant.endswith(MODULE_SUFFIX)
         key = hashlib.sha256(f"{source.tree_id(src, ref)}\n{want.render()}".encode()).hexdigest()[:16]
         out = artifact_dir(series, variant)
         stamp = out / "stamp"
+        mods = out / "modules.cpio.gz" if module else None
         if stamp.exists() and stamp.read_text() == key and (out / "bzImage").exists():
-            return Kernel(series, variant, src.version, out / "bzImage", out / "config")
+            return Kernel(series, variant, src.version, out / "bzImage", out / "config",
+                          modules=mods)
         t0 = time.monotonic()
         source.checkout(src, ref)
-        obj = paths.OBJ / series
+        obj = paths.OBJ / (series + (MODULE_SUFFIX if module else ""))
         cold = not (obj / "vmlinux").exists()
         kconfig.configure(src.tree, obj, want)
         if not quiet:
@@ -104,6 +146,8 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
         bz = make_bzimage(src.tree, obj, jobs, paths.LOGS / f"build-{series}-{variant}.log",
                           f"{series} {variant}")
         out.mkdir(parents=True, exist_ok=True)
+        if module:
+            make_modules(src.tree, obj, jobs, paths.LOGS / f"build-{series}-{variant}.log", out)
         shutil.copy2(bz, out / "bzImage")
         shutil.copy2(obj / ".config", out / "config")
         (out / "version").write_text(src.version + "\n")
@@ -111,4 +155,4 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
         seconds = time.monotonic() - t0
         record_timing(series, variant, seconds, cold)
         return Kernel(series, variant, src.version, out / "bzImage", out / "config",
-                      built_seconds=seconds)
+                      built_seconds=seconds, modules=mods)

@@ -52,6 +52,8 @@ class QemuConfig:
     accel: str = "tcg"
     memory_mb: int = 256
     kernel_log: Path | None = None
+    qmp_socket: Path | None = None   # -qmp unix:<path>
+    paused: bool = False             # -S: CPUs wait for QMP `cont`
 
     def argv(self) -> list[str]:
         append = ["console=ttyS0", "panic=-1", f"srpart.drives={self.count('scsi-cd')}",
@@ -65,6 +67,8 @@ class QemuConfig:
             "-serial", f"file:{self.kernel_log}" if self.kernel_log else "null",
             "-chardev", "stdio,id=cmd0,signal=off", "-serial", "chardev:cmd0",
             "-no-reboot",
+            *(["-qmp", f"unix:{self.qmp_socket},server=on,wait=off"] if self.qmp_socket else []),
+            *(["-S"] if self.paused else []),
             "-kernel", str(self.kernel), "-initrd", str(self.initrd),
             "-append", " ".join(append),
         ]

@@ -11,10 +11,12 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import paths, qemu
 from .console import Console, GuestError, Result
 from .errors import SrpartError
+from .qmp import QMP
 
 BOOT_TIMEOUT = 120.0     # TCG on a loaded CI machine; a normal boot takes ~2 s
 SHUTDOWN_TIMEOUT = 30.0
@@ -28,28 +30,40 @@ class BootSpec:
     cmdline: list[str] = field(default_factory=list)
     accel: str | None = None
     memory_mb: int = 256
+    qmp: bool = False        # a QMP socket, for trays, media and hotplug (VM.qmp)
+    paused: bool = False     # start with -S; VM.start(prepare=...) sets up, then `cont`
 
-    def config(self, kernel_log: Path | None = None) -> qemu.QemuConfig:
+    def config(self, kernel_log: Path | None = None, qmp_socket: Path | None = None
+               ) -> qemu.QemuConfig:
         for d in self.drives:
             if d.image is not None and not Path(d.image).is_file():
                 raise SrpartError(f"image not found: {d.image}")
         return qemu.QemuConfig(kernel=self.kernel, initrd=self.initrd, drives=list(self.drives),
                                cmdline=list(self.cmdline), accel=qemu.choose_accel(self.accel),
-                               memory_mb=self.memory_mb, kernel_log=kernel_log)
+                               memory_mb=self.memory_mb, kernel_log=kernel_log,
+                               qmp_socket=qmp_socket, paused=self.paused)
 
 
 def boot_spec(series: str, variant: str, images: list[Path | None], cmdline: list[str],
               accel: str | None = None, drive_kind: str = "scsi-cd",
-              block_size: int | None = None) -> BootSpec:
+              block_size: int | None = None, qmp: bool = False, paused: bool = False
+              ) -> BootSpec:
     """The usual spec: a built kernel variant, the initramfs, one drive per image
     (a scsi-cd, or a scsi-hd to show what a non-CD disk makes of the same bytes)."""
     from . import initramfs, kernel
 
     k = kernel.build(series, variant, quiet=True)
-    return BootSpec(kernel=k.bzimage, initrd=initramfs.build(),
+    initrd = initramfs.build()
+    if k.modules:   # the kernel reads concatenated archives: base + lib/modules
+        both = k.modules.parent / "initrd.cpio.gz"
+        data = initrd.read_bytes() + k.modules.read_bytes()
+        if not both.exists() or both.read_bytes() != data:
+            both.write_bytes(data)
+        initrd = both
+    return BootSpec(kernel=k.bzimage, initrd=initrd,
                     drives=[qemu.Drive(Path(i).resolve() if i else None, drive_kind, block_size)
                             for i in images],
-                    cmdline=list(cmdline), accel=accel)
+                    cmdline=list(cmdline), accel=accel, qmp=qmp, paused=paused)
 
 
 def safe_name(name: str) -> str:
@@ -64,17 +78,26 @@ class VM:
         self.cmd_log = paths.LOGS / f"{self.name}.cmd.log"    # ttyS1: commands and their output
         self.child = None
         self.console: Console | None = None
+        self.qmp: QMP | None = None
+        self.qmp_socket = paths.BUILD / "run" / f"{self.name}.qmp"
         self.boot_seconds: float | None = None
         self.total_seconds: float | None = None
         self._t0 = 0.0
 
-    def start(self) -> "VM":
+    def start(self, prepare: Callable[[QMP], None] | None = None) -> "VM":
+        """Boot to the guest's READY marker. With a paused spec, `prepare(qmp)` runs
+        before the CPUs start (set trays and media up before firmware and kernel)."""
         import pexpect
 
         qemu.require_qemu()
         paths.LOGS.mkdir(parents=True, exist_ok=True)
         self.log.unlink(missing_ok=True)
-        argv = self.spec.config(self.log).argv()
+        sock = None
+        if self.spec.qmp or self.spec.paused:
+            sock = self.qmp_socket
+            sock.parent.mkdir(parents=True, exist_ok=True)
+            sock.unlink(missing_ok=True)
+        argv = self.spec.config(self.log, sock).argv()
         logfh = open(self.cmd_log, "w", encoding="utf-8", errors="replace", buffering=1)
         logfh.write("# " + " ".join(argv) + "\n")
         self._t0 = time.monotonic()
@@ -83,8 +106,14 @@ class VM:
         self.child.logfile_read = logfh
         self.console = Console(self.child, self.log, self.cmd_log)
         try:
+            if sock:
+                self.qmp = QMP(sock)
+            if self.spec.paused:
+                if prepare:
+                    prepare(self.qmp)
+                self.qmp.cmd("cont")
             self.console.wait_ready(BOOT_TIMEOUT)
-        except GuestError:
+        except (GuestError, SrpartError):
             self._kill()
             raise
         self.boot_seconds = time.monotonic() - self._t0
@@ -113,6 +142,9 @@ class VM:
             self._kill()
 
     def _kill(self) -> None:
+        if self.qmp is not None:
+            self.qmp.close()
+            self.qmp = None
         if self.child is not None:
             if self.child.isalive():
                 self.child.terminate(force=True)

@@ -38,9 +38,10 @@ def boot(initrd):
     Kernels are built at most once (`make kernels` leaves them up to date).
     """
 
-    def start(variant: str, images: list[Path], cmdline: list[str], name: str,
-              drive_kind: str = "scsi-cd", block_size: int | None = None) -> VM:
+    def start(variant: str, images: list[Path | None], cmdline: list[str], name: str,
+              drive_kind: str = "scsi-cd", block_size: int | None = None,
+              qmp: bool = False) -> VM:
         return VM(boot_spec(SERIES, variant, images, cmdline, drive_kind=drive_kind,
-                            block_size=block_size), name)
+                            block_size=block_size, qmp=qmp), name)
 
     return start

@@ -88,7 +88,7 @@ def test_parse_recorded_guest_output():
 
 def test_cpio_is_readable_by_cpio(tmp_path):
     c = initramfs.Cpio()
-    for e in initramfs.entries(b"BB", b"PROBE", b"#!/bin/sh\n"):
+    for e in initramfs.entries(b"BB", {"srprobe": b"PROBE", "srctl": b"CTL"}, b"#!/bin/sh\n"):
         c.add(e)
     (tmp_path / "i.cpio").write_bytes(c.finish())
     listing = subprocess.run(["cpio", "-itv", "-F", str(tmp_path / "i.cpio")], capture_output=True,
@@ -99,5 +99,5 @@ def test_cpio_is_readable_by_cpio(tmp_path):
 
 def test_initramfs_has_init_and_helpers():
     data = gzip.decompress(initramfs.build().read_bytes())
-    for name in (b"init\0", b"bin/busybox\0", b"bin/srprobe\0", b"dev/console\0"):
+    for name in (b"init\0", b"bin/busybox\0", b"bin/srprobe\0", b"bin/srctl\0", b"dev/console\0"):
         assert name in data

@@ -1,0 +1,178 @@
+"""Removable-media lifecycle with partition scanning (issue 4).
+
+One VM per test, each with a QMP socket: trays opened after firmware,
+empty drives, media swaps, eject under mount, BLKRRPART/BLKPG, hot-plug.
+Expected partitions always come from the host oracle for the medium that
+QEMU holds at that moment.
+"""
+from __future__ import annotations
+
+import pytest
+
+from fixtures import catalog
+from harness import guest, oracle
+from harness.vm import VM
+
+pytestmark = pytest.mark.vm
+
+ON = ["sr_mod.partscan=1"]
+OFF = ["sr_mod.partscan=0"]
+
+
+def _img(kind: str):
+    return catalog.image(kind, catalog.drive_label(0, kind))
+
+
+def _parts(vm: VM, k: int = 0) -> list[tuple[int, int, int]]:
+    return guest.drive_partitions(guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD)), k)
+
+
+def _want(img) -> list[tuple[int, int, int]]:
+    return [(p.number, p.start, p.size) for p in oracle.expected(img.table, img.path).parts]
+
+
+def _noise(vm: VM) -> list[str]:
+    return [ln for ln in vm.check("dmesg").splitlines() if any(n in ln for n in guest.MEDIA_NOISE)]
+
+
+def _ext_minors(vm: VM) -> int:
+    return int(vm.check("ls /sys/dev/block | grep -c '^259:' || true").strip() or 0)
+
+
+@pytest.fixture
+def lvm(boot, request):
+    """lvm(images, cmdline) -> a started VM with QMP, stopped after the test."""
+    started = []
+
+    def start(images, cmdline, variant="srpart"):
+        vm = boot(variant, images, cmdline, f"life-{request.node.name}", qmp=True)
+        vm.start()
+        started.append(vm)
+        return vm
+
+    yield start
+    for vm in started:
+        vm.stop()
+
+
+def _reprobe_with_tray_open(vm: VM, dev: str = "cd0", k: int = 0) -> None:
+    """Remove srK in the guest, open the tray, rescan: sr probes a drive whose tray is open."""
+    vm.check(f"echo 1 > /sys/block/sr{k}/device/delete")
+    vm.check(guest.wait_cmd(f"[ ! -e /sys/block/sr{k} ]"))
+    vm.qmp.open_tray(dev)
+    assert vm.qmp.tray_open(dev)
+    vm.check("echo '- - -' > /sys/class/scsi_host/host0/scan")
+    vm.check(guest.wait_cmd(f"[ -e /sys/block/sr{k} ]"))
+
+
+@pytest.mark.parametrize("cmdline", [ON, OFF], ids=["partscan-on", "partscan-off"])
+def test_tray_open_at_probe_stays_open(lvm, cmdline):
+    img = _img("mbr2048")
+    vm = lvm([img.path], cmdline)
+    _reprobe_with_tray_open(vm)
+    assert vm.qmp.tray_open("cd0"), "probing the drive closed its tray"
+    vm.check("srprobe /dev/sr0 && srprobe /dev/sr0")          # udev-style opens
+    assert vm.qmp.tray_open("cd0"), "an O_NONBLOCK open closed the tray"
+    assert _parts(vm) == []
+    assert _noise(vm) == []
+    vm.qmp.close_tray("cd0")
+    vm.check("srprobe /dev/sr0")
+    assert _parts(vm) == (_want(img) if cmdline == ON else [])
+
+
+@pytest.mark.parametrize("cmdline", [ON, OFF], ids=["partscan-on", "partscan-off"])
+def test_empty_drive_is_quiet(lvm, cmdline):
+    vm = lvm([None, _img("sun-xorriso").path], cmdline)
+    for _ in range(3):
+        vm.check("srprobe /dev/sr0")
+    r = vm.run("dd if=/dev/sr0 of=/dev/null bs=2048 count=1")      # a blocking open
+    assert r.status != 0 and "No medium found" in r.output
+    assert _parts(vm, 0) == []
+    size = int(vm.check("cat /sys/block/sr0/size"))
+    # partscan on: 0, as sd reports an empty removable disk; off: sr's placeholder
+    assert size == (0 if cmdline == ON else 0x1fffff)
+    assert _noise(vm) == []
+
+
+def test_media_swap_shows_exactly_the_new_partitions(lvm):
+    sun, mbr, gpt = _img("sun-xorriso"), _img("mbr2048"), _img("gpt512-xorriso")
+    vm = lvm([sun.path], ON)
+    assert _parts(vm) == _want(sun)
+    for img in (mbr, gpt, None, sun):
+        vm.qmp.change_medium("cd0", img.path if img else None)
+        vm.check("srprobe /dev/sr0")
+        want = _want(img) if img else []
+        assert _parts(vm) == want, f"after inserting {img.kind if img else 'nothing'}"
+        nodes = vm.check("ls /dev | grep '^sr0p' || true").split()
+        assert sorted(nodes) == sorted(f"sr0p{n}" for n, _, _ in want), "stale /dev nodes"
+        assert vm.check("cat /sys/block/sr0/dev").strip() == "11:0"
+    assert _noise(vm) == []
+
+
+def test_eject_under_mount(lvm):
+    mbr, sun = _img("mbr2048"), _img("sun-xorriso")
+    vm = lvm([mbr.path], ON)
+    part = mbr.data[0]
+    vm.check(f"mkdir -p /mnt/x && mount -t {part.fstype} -o ro /dev/sr0p{part.number} /mnt/x")
+    vm.qmp.change_medium("cd0", sun.path, force=True)
+    vm.check("echo 3 > /proc/sys/vm/drop_caches")
+    r = vm.run(f"cat /mnt/x/{part.file} >/dev/null")
+    assert r.status != 0, "a read from the ejected medium's mount succeeded"
+    vm.check("srprobe /dev/sr0")
+    assert _parts(vm) == _want(mbr), "partitions changed while one was mounted"
+    vm.check("umount /mnt/x")
+    vm.check("srprobe /dev/sr0")
+    assert _parts(vm) == _want(sun)
+
+
+def test_rereadpt_and_blkpg(lvm):
+    img = _img("mbr2048")
+    vm = lvm([img.path], ON)
+    want = _want(img)
+    n, start, size = want[-1]
+    assert vm.check(f"srctl delpart /dev/sr0 {n}").strip() == "ok"
+    assert _parts(vm) == want[:-1]
+    assert vm.check(f"srctl addpart /dev/sr0 {n} {start} {size}").strip() == "ok"
+    assert _parts(vm) == want
+    assert vm.check(f"srctl delpart /dev/sr0 {n}").strip() == "ok"
+    assert vm.check("srctl rereadpt /dev/sr0").strip() == "ok"
+    assert _parts(vm) == want
+    part = img.data[0]
+    vm.check(f"mkdir -p /mnt/x && mount -t {part.fstype} -o ro /dev/sr0p{part.number} /mnt/x")
+    r = vm.run("srctl rereadpt /dev/sr0")
+    assert r.status != 0 and r.output.strip() == "EBUSY"
+    vm.check("umount /mnt/x")
+    assert vm.check("srctl rereadpt /dev/sr0").strip() == "ok"
+    assert _parts(vm) == want
+
+
+def test_hotplug_add_remove_readd(lvm):
+    first, plugged = _img("sun-xorriso"), _img("mbr2048")
+    vm = lvm([first.path], ON)
+    before = _ext_minors(vm)
+    for round_ in range(2):
+        vm.qmp.add_cd("hot1", plugged.path, scsi_id=1)
+        vm.check(guest.wait_cmd("[ -e /sys/block/sr1 ]"))
+        vm.check("srprobe /dev/sr1")
+        assert vm.check("cat /sys/block/sr1/dev").strip() == "11:1"
+        assert _parts(vm, 1) == _want(plugged), f"round {round_}"
+        part = plugged.data[0]
+        vm.check(f"mkdir -p /mnt/h && mount -t {part.fstype} -o ro /dev/sr1p{part.number} /mnt/h")
+        vm.qmp.del_device("hot1")
+        vm.check(guest.wait_cmd("[ ! -e /sys/block/sr1 ]"))
+        assert _parts(vm, 1) == []
+        vm.run("umount /mnt/h")
+        assert _parts(vm, 0) == _want(first)
+        assert _ext_minors(vm) == before, f"round {round_}: extended minors not given back"
+
+
+def test_cdrom_ioctls_on_a_partition_need_cap_sys_rawio(lvm):
+    img = _img("mbr2048")
+    vm = lvm([img.path], ON)
+    assert vm.run("srctl nocap eject /dev/sr0p1").output.strip() == "ENOTTY"
+    assert not vm.qmp.tray_open("cd0")
+    assert vm.check("srctl eject /dev/sr0p1").strip() == "ok"       # root keeps CAP_SYS_RAWIO
+    assert vm.qmp.tray_open("cd0")
+    vm.qmp.close_tray("cd0")
+    assert vm.check("srctl nocap eject /dev/sr0").strip() == "ok"   # the whole disc: no check
+    assert vm.qmp.tray_open("cd0")
