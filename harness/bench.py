@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"per VM, 8 drives, boot to READY:         {ready:.2f} s (median of {len(runs)})")
     print(f"per VM, 8 drives, boot to verdict:       {total:.2f} s (median of {len(runs)}; "
           f"min {min(r[1] for r in runs):.2f}, max {max(r[1] for r in runs):.2f})")
+    from . import bench_media
+    for line in bench_media.report(args.kernel):
+        print(line)
     if not args.skip_matrix:
         print(f"matrix wall time (VM tests, -n auto):    {measure_matrix():.1f} s")
     return 0

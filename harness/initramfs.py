@@ -59,7 +59,11 @@ class Cpio:
 HELPERS = ("srprobe", "srctl")     # guest-files/<name>.c, built static into bin/
 
 
-def entries(busybox: bytes, helpers: dict[str, bytes], init: bytes) -> list[Entry]:
+SCRIPTS = ("hotplug",)             # guest-files/<name>, copied to bin/sr<name>
+
+
+def entries(busybox: bytes, helpers: dict[str, bytes], init: bytes,
+            scripts: dict[str, bytes] | None = None) -> list[Entry]:
     d = stat.S_IFDIR | 0o755
     return [
         Entry("bin", d), Entry("dev", d), Entry("proc", d), Entry("sys", d),
@@ -68,6 +72,8 @@ def entries(busybox: bytes, helpers: dict[str, bytes], init: bytes) -> list[Entr
         Entry("bin/busybox", stat.S_IFREG | 0o755, busybox),
         Entry("bin/sh", stat.S_IFLNK | 0o777, b"busybox"),
         *(Entry(f"bin/{name}", stat.S_IFREG | 0o755, data) for name, data in helpers.items()),
+        *(Entry(f"bin/sr{name}", stat.S_IFREG | 0o755, data)
+          for name, data in (scripts or {}).items()),
         Entry("init", stat.S_IFREG | 0o755, init),
     ]
 
@@ -98,13 +104,15 @@ def _build() -> Path:
     bb = BUSYBOX.read_bytes()
     init = (GUEST / "init").read_bytes()
     src = b"\0".join((GUEST / f"{h}.c").read_bytes() for h in HELPERS)
+    scripts = {name: (GUEST / name).read_bytes() for name in SCRIPTS}
+    src += b"\0".join(scripts.values())
     key = hashlib.sha256(bb + b"\0" + init + b"\0" + src).hexdigest()[:16]
     stamp = outdir / "stamp"
     if image.exists() and stamp.exists() and stamp.read_text() == key:
         return image
     helpers = {h: build_helper(h, outdir / h) for h in HELPERS}
     data = Cpio()
-    for e in entries(bb, helpers, init):
+    for e in entries(bb, helpers, init, scripts):
         data.add(e)
     tmp = image.with_suffix(".tmp")
     tmp.write_bytes(gzip.compress(data.finish(), compresslevel=6, mtime=0))

@@ -32,7 +32,7 @@ from .errors import SrpartError
 # for docs/media.md and the tests that show why the parser patches exist.
 VARIANTS = ("unpatched", "srpart", "sr-only", "srpart-module")
 MODULE_SUFFIX = "-module"
-MODULE_CONFIG = {"CONFIG_BLK_DEV_SR": "m"}
+MODULE_CONFIG = {"CONFIG_BLK_DEV_SR": "m", "CONFIG_CDROM": "m"}   # sr selects cdrom
 
 
 @dataclass(frozen=True)

@@ -176,3 +176,36 @@ def test_cdrom_ioctls_on_a_partition_need_cap_sys_rawio(lvm):
     vm.qmp.close_tray("cd0")
     assert vm.check("srctl nocap eject /dev/sr0").strip() == "ok"   # the whole disc: no check
     assert vm.qmp.tray_open("cd0")
+
+
+def _view(vm: VM) -> list[tuple[str, str, int, int]]:
+    """Every sr block device: (name, whole-disk dev or "", start, size)."""
+    out = []
+    for p in guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD)):
+        out.append((p.name, "", p.start, p.size))
+    for line in vm.check("for d in /sys/block/sr*; do echo ${d##*/} $(cat $d/dev) "
+                         "$(cat $d/size); done").splitlines():
+        name, dev, size = line.split()
+        out.append((name, dev, 0, int(size)))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("value", ["1", "0"])
+def test_module_parameter_matches_builtin(lvm, value):
+    """modprobe sr_mod partscan=V gives what the built-in sr gives with sr_mod.partscan=V;
+    rmmod with no partition open frees every disk, partition and extended minor."""
+    images = [_img("mbr2048").path, _img("sun-xorriso").path, None]
+    builtin = lvm(images, [f"sr_mod.partscan={value}"])
+    builtin.check("srprobe /dev/sr0 /dev/sr1 /dev/sr2")
+    want = _view(builtin)
+    vm = lvm(images, [], variant="srpart-module")
+    assert vm.check("ls /sys/block | grep -c '^sr' || true").strip() == "0"
+    vm.check(f"modprobe sr_mod partscan={value}")
+    vm.check(guest.wait_cmd("[ -e /sys/block/sr2 ]"))
+    vm.check("srprobe /dev/sr0 /dev/sr1 /dev/sr2")
+    assert vm.check("cat /sys/module/sr_mod/parameters/partscan").strip() == ("Y" if value == "1" else "N")
+    assert _view(vm) == want
+    vm.check("rmmod sr_mod")
+    assert vm.check("ls /sys/block | grep -c '^sr' || true").strip() == "0"
+    assert _ext_minors(vm) == 0
+    assert vm.run("[ -e /sys/module/sr_mod ]").status != 0
