@@ -209,3 +209,13 @@ def test_module_parameter_matches_builtin(lvm, value):
     assert vm.check("ls /sys/block | grep -c '^sr' || true").strip() == "0"
     assert _ext_minors(vm) == 0
     assert vm.run("[ -e /sys/module/sr_mod ]").status != 0
+
+
+def test_partscan_off_refuses_rereadpt_and_blkpg(lvm):
+    """Baseline: without scanning sr keeps GENHD_FL_NO_PART and the block layer says EINVAL."""
+    img = _img("mbr2048")
+    vm = lvm([img.path], OFF)
+    n, start, size = _want(img)[0]
+    assert vm.run("srctl rereadpt /dev/sr0").output.strip() == "EINVAL"
+    assert vm.run(f"srctl addpart /dev/sr0 {n} {start} {size}").output.strip() == "EINVAL"
+    assert _parts(vm) == []
