@@ -5,18 +5,21 @@
 PY      := /usr/bin/python3
 SRPART  := $(PY) ./srpart
 KERNEL  ?= 6.1
+KERNELS ?= 6.1 6.12
 PYTEST  := $(PY) -m pytest -p no:cacheprovider
 XDIST   ?= -n auto --dist loadgroup
 JUNIT   ?= build/junit.xml
 
-.PHONY: help deps kernels fixtures demo check unit matrix bench checkpatch media-report clean distclean
+.PHONY: help deps kernels fixtures demo check unit matrix bench checkpatch series-check media-report abi-report clean distclean
 
 help:
 	@echo "make demo        boot the patched $(KERNEL) kernel with two partitioned CDs, read sr0p1"
-	@echo "make check       build everything and run the whole pytest matrix (JUnit: $(JUNIT))"
+	@echo "make check       build everything, series-check, and the whole pytest matrix on $(KERNELS) (JUnit: $(JUNIT))"
 	@echo "make unit        the fast tests that boot no VM"
 	@echo "make bench       print build, boot and matrix timings"
 	@echo "make checkpatch  git am the series onto a pristine tree and run checkpatch --strict"
+	@echo "make series-check  checkpatch, plus a build after every patch and the cover-letter checks"
+	@echo "make abi-report  regenerate docs/abi-impact.md from real boots (1, 2, 4, 8 drives)"
 	@echo "make media-report  regenerate docs/media.md from three real boots (before/after the series)"
 	@echo "make clean       remove build/ except the extracted kernel tree and object tree"
 
@@ -24,7 +27,7 @@ deps:
 	@sh harness/deps.sh
 
 kernels: deps
-	$(SRPART) build --kernel $(KERNEL)
+	for k in $(KERNELS); do $(SRPART) build --kernel $$k || exit 1; done
 
 fixtures: deps
 	$(SRPART) fixtures --drives 8
@@ -32,23 +35,29 @@ fixtures: deps
 demo: deps
 	$(SRPART) demo --kernel $(KERNEL)
 
-check: kernels fixtures checkpatch
-	$(PYTEST) $(XDIST) --junitxml=$(JUNIT) pytest
+check: kernels fixtures series-check
+	SRPART_KERNELS="$(KERNELS)" $(PYTEST) $(XDIST) --junitxml=$(JUNIT) pytest
 
 unit: deps
 	$(PYTEST) -m "not vm" pytest
 
 matrix: kernels fixtures
-	$(PYTEST) $(XDIST) -m vm pytest
+	SRPART_KERNELS="$(KERNELS)" $(PYTEST) $(XDIST) -m vm pytest
 
 bench: kernels fixtures
 	$(PY) -m harness.bench --kernel $(KERNEL)
 
 checkpatch: deps
-	$(PY) -m harness.series --kernel $(KERNEL)
+	for k in $(KERNELS); do $(PY) -m harness.series --kernel $$k || exit 1; done
+
+series-check: deps
+	for k in $(KERNELS); do $(PY) -m harness.series --kernel $$k --build-each || exit 1; done
 
 media-report: kernels fixtures
 	$(PY) -m harness.media_report --kernel $(KERNEL)
+
+abi-report: kernels fixtures
+	$(PY) -m harness.abi_report
 
 clean:
 	rm -rf build/logs build/fixtures build/initramfs build/kernels build/junit.xml build/locks

@@ -30,7 +30,7 @@ def cmd_deps(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    variants = kernel.VARIANTS if args.variant == "all" else (args.variant,)
+    variants = kernel.available(args.kernel) if args.variant == "all" else (args.variant,)
     for v in variants:
         k = kernel.build(args.kernel, v)
         how = f"built in {k.built_seconds:.1f} s" if k.built_seconds is not None else "up to date"

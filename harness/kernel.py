@@ -6,6 +6,8 @@
   srpart-module  srpart with CONFIG_BLK_DEV_SR=m (own object tree
                  build/obj/<version>-module; sr_mod.ko and cdrom.ko go into
                  an extra initramfs archive, modules.cpio.gz)
+  legacy         patches/legacy-<version>/: the 2004 approach, for
+                 comparison only (6.1)
 
 A variant's bzImage is copied to build/kernels/<version>/<variant>/ with a
 stamp of (source tree id, config). A hit costs nothing; a miss checks the
@@ -30,7 +32,7 @@ from .errors import SrpartError
 # unpatched: srpart-base; srpart: the whole series; sr-only: its first patch
 # alone (sr.c scans, the parsers are upstream's) -- what a naive patch gives,
 # for docs/media.md and the tests that show why the parser patches exist.
-VARIANTS = ("unpatched", "srpart", "sr-only", "srpart-module")
+VARIANTS = ("unpatched", "srpart", "sr-only", "srpart-module", "legacy")
 MODULE_SUFFIX = "-module"
 MODULE_CONFIG = {"CONFIG_BLK_DEV_SR": "m", "CONFIG_CDROM": "m"}   # sr selects cdrom
 
@@ -102,9 +104,24 @@ def make_bzimage(tree: Path, obj: Path, jobs: int, log: Path, what: str) -> Path
     return obj / "arch/x86/boot/bzImage"
 
 
+def series_for(series: str, variant: str) -> str | None:
+    """The patches/<dir> a variant applies, None for the pristine tree."""
+    if variant == "unpatched":
+        return None
+    return f"legacy-{series}" if variant == "legacy" else series
+
+
+def available(series: str) -> list[str]:
+    """The variants that exist for a kernel version (legacy only where ported)."""
+    return [v for v in VARIANTS
+            if series_for(series, v) is None or (paths.PATCHES / series_for(series, v)).is_dir()]
+
+
 def _ref_for(src: source.KernelSource, series: str, variant: str) -> str:
     if variant == "srpart" + MODULE_SUFFIX:
         return series
+    if variant == "legacy":
+        return f"legacy-{series}"
     if variant == "unpatched":
         return "srpart-base"
     if variant == "srpart":
@@ -124,8 +141,11 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
         src = source.extract(series)
         if variant not in VARIANTS:
             _ref_for(src, series, variant)     # raises the error naming the choices
-        if variant != "unpatched":
-            source.apply_series(src, series)
+        if variant not in available(series):
+            raise SrpartError(f"kernel variant {variant} does not exist for {series}: "
+                              f"no patches/{series_for(series, variant)}/")
+        if series_for(series, variant):
+            source.apply_series(src, series_for(series, variant))
         ref = _ref_for(src, series, variant)
         want = requested_config(variant)
         module = variant.endswith(MODULE_SUFFIX)

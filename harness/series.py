@@ -1,10 +1,16 @@
 """Series hygiene: `git am` onto the pristine tree, no trailing blanks, checkpatch --strict.
 
-    /usr/bin/python3 -m harness.series --kernel 6.1
+    /usr/bin/python3 -m harness.series --kernel 6.1 [--build-each] [--update-cover]
+
+--build-each (make series-check) also builds the test kernel after every
+patch (bisectability), and checks that the cover letter records what
+scripts/get_maintainer.pl says about the series (--update-cover rewrites
+that block) and shows a before/after /proc/partitions.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -39,6 +45,70 @@ def trailing_whitespace(patch: Path) -> list[str]:
     return bad
 
 
+MAINTAINERS_HEAD = "scripts/get_maintainer.pl --no-git --no-git-fallback on this series:"
+
+
+def get_maintainers(tree: Path, patches: list[Path]) -> list[str]:
+    r = subprocess.run(["perl", "scripts/get_maintainer.pl", "--no-git", "--no-git-fallback",
+                        *map(str, patches)], cwd=tree, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SrpartError(f"get_maintainer.pl failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    return [ln.strip() for ln in r.stdout.splitlines() if ln.strip()]
+
+
+def cover_maintainers(cover: str) -> list[str] | None:
+    """The block under MAINTAINERS_HEAD in a cover letter, up to the next blank line."""
+    lines = cover.splitlines()
+    if MAINTAINERS_HEAD not in lines:
+        return None
+    out = []
+    for ln in lines[lines.index(MAINTAINERS_HEAD) + 1:]:
+        if not ln.strip():
+            break
+        out.append(ln.strip())
+    return out
+
+
+def set_cover_maintainers(cover: str, names: list[str]) -> str:
+    """Replace (or add, before the shortlog) the get_maintainer.pl block."""
+    block = MAINTAINERS_HEAD + "\n" + "".join(f"  {n}\n" for n in names)
+    lines = cover.splitlines(keepends=True)
+    if any(ln.rstrip("\n") == MAINTAINERS_HEAD for ln in lines):
+        i = next(i for i, ln in enumerate(lines) if ln.rstrip("\n") == MAINTAINERS_HEAD)
+        j = i + 1
+        while j < len(lines) and lines[j].strip():
+            j += 1
+        return "".join(lines[:i]) + block + "".join(lines[j:])
+    m = re.search(r"^srpart developers \(\d+\):$", cover, re.M)
+    at = m.start() if m else len(cover)
+    return cover[:at] + block + "\n" + cover[at:]
+
+
+def build_each(src: source.KernelSource, series: str) -> int:
+    """Build the srpart test kernel after every patch; return the number that failed."""
+    from . import kconfig, kernel
+
+    obj = paths.OBJ / series
+    revs = source.git_out(src, "rev-list", "--reverse", f"srpart-base..{series}").split()
+    failed = 0
+    try:
+        for n, rev in enumerate(revs, 1):
+            subject = source.git_out(src, "log", "-1", "--format=%s", rev).strip()
+            source.checkout(src, rev)
+            kconfig.configure(src.tree, obj, kernel.requested_config())
+            log = paths.LOGS / f"series-check-{series}-{n}.log"
+            try:
+                kernel.make_bzimage(src.tree, obj, os.cpu_count() or 1, log,
+                                    f"{series} after patch {n}")
+                print(f"  build after {n}/{len(revs)} ({subject}): ok")
+            except SrpartError as e:
+                failed += 1
+                print(f"  build after {n}/{len(revs)} ({subject}): FAILED: {e}")
+    finally:
+        source.checkout(src, series)
+    return failed
+
+
 def checkpatch(tree, patch) -> tuple[int, int, int, str]:
     r = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict",
                         str(patch)], cwd=tree, capture_output=True, text=True)
@@ -51,6 +121,10 @@ def checkpatch(tree, patch) -> tuple[int, int, int, str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="harness.series", description=__doc__)
     ap.add_argument("--kernel", default="6.1")
+    ap.add_argument("--build-each", action="store_true",
+                    help="build after every patch; check the cover letter")
+    ap.add_argument("--update-cover", action="store_true",
+                    help="write get_maintainer.pl's answer into the cover letter")
     args = ap.parse_args(argv)
     try:
         with locked(paths.BUILD / "locks" / f"kernel-{args.kernel}.lock"):
@@ -74,10 +148,36 @@ def main(argv: list[str] | None = None) -> int:
                 if e or w or c:
                     bad += 1
                     print(out)
+            if args.build_each or args.update_cover:
+                bad += check_cover(src, args.kernel, files, args.update_cover)
+            if args.build_each:
+                bad += build_each(src, args.kernel)
     except SrpartError as e:
         print(f"srpart: error: {e}", file=sys.stderr)
         return 2
     return 1 if bad else 0
+
+
+def check_cover(src: source.KernelSource, series: str, files: list[Path], update: bool) -> int:
+    cover_path = paths.PATCHES / series / "0000-cover-letter.patch"
+    cover = cover_path.read_text()
+    names = get_maintainers(src.tree, files)
+    bad = 0
+    if update and cover_maintainers(cover) != names:
+        cover = set_cover_maintainers(cover, names)
+        cover_path.write_text(cover)
+        print(f"  cover letter: get_maintainer.pl block written ({len(names)} lines)")
+    recorded = cover_maintainers(cover)
+    if recorded != names:
+        bad += 1
+        print(f"  cover letter: get_maintainer.pl block {'missing' if recorded is None else 'stale'}; "
+              f"run: {sys.executable} -m harness.series --kernel {series} --update-cover")
+    else:
+        print(f"  cover letter: get_maintainer.pl block current ({len(names)} lines)")
+    if cover.count("major minor  #blocks  name") < 2:
+        bad += 1
+        print("  cover letter: no before/after /proc/partitions")
+    return bad
 
 
 if __name__ == "__main__":

@@ -167,6 +167,11 @@ def checkout(src: KernelSource, ref: str) -> None:
     _git(src.tree, "checkout", "-q", "-f", ref)
 
 
+def git_out(src: KernelSource, *args: str) -> str:
+    """stdout of a git command in the extracted tree."""
+    return _git(src.tree, *args).stdout
+
+
 def first_commit(src: KernelSource, base: str, branch: str) -> str:
     """The first commit on `branch` after `base`."""
     revs = _git(src.tree, "rev-list", "--reverse", f"{base}..{branch}").stdout.split()

@@ -4,6 +4,7 @@ No __init__.py in this folder: it would shadow the pytest package itself.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,7 +16,9 @@ sys.path.insert(0, str(ROOT))
 from harness import initramfs, packages  # noqa: E402
 from harness.vm import VM, boot_spec  # noqa: E402
 
-SERIES = "6.1"
+# Every VM test runs on each kernel: test ids carry it ([6.1-...], [6.12-...]),
+# so `-k 6.12` selects one. SRPART_KERNELS="6.1" narrows the run.
+KERNELS = os.environ.get("SRPART_KERNELS", "6.1 6.12").split()
 
 
 @pytest.fixture(scope="session")
@@ -30,8 +33,13 @@ def initrd(require_vm_tools) -> Path:
     return initramfs.build()
 
 
+@pytest.fixture(scope="session", params=KERNELS)
+def kernel_series(request) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="session")
-def boot(initrd):
+def boot(initrd, kernel_series):
     """boot(variant, images, cmdline, name[, drive_kind]) -> a VM to start (or use as a
     context manager). Drives are scsi-cd unless drive_kind says otherwise.
 
@@ -41,7 +49,7 @@ def boot(initrd):
     def start(variant: str, images: list[Path | None], cmdline: list[str], name: str,
               drive_kind: str = "scsi-cd", block_size: int | None = None,
               qmp: bool = False) -> VM:
-        return VM(boot_spec(SERIES, variant, images, cmdline, drive_kind=drive_kind,
-                            block_size=block_size, qmp=qmp), name)
+        return VM(boot_spec(kernel_series, variant, images, cmdline, drive_kind=drive_kind,
+                            block_size=block_size, qmp=qmp), f"{kernel_series}-{name}")
 
     return start

@@ -82,3 +82,21 @@ def test_trailing_whitespace_check_knows_whose_line_it_is(tmp_path):
                  "@@ -1,3 +1,3 @@\n * upstream \n \n-old\n+new \n")
     assert series.trailing_whitespace(f) == ["0001-x.patch:1", "0001-x.patch:10",
                                              "0001-x.patch:12"]
+
+
+def test_cover_letter_maintainer_block_round_trip():
+    from harness import series
+
+    cover = "Subject: x\n\nbody\n\nsrpart developers (2):\n  a\n  b\n"
+    assert series.cover_maintainers(cover) is None
+    c2 = series.set_cover_maintainers(cover, ["A <a@x> (maintainer:SCSI)", "list@x (open list)"])
+    assert series.cover_maintainers(c2) == ["A <a@x> (maintainer:SCSI)", "list@x (open list)"]
+    assert c2.index(series.MAINTAINERS_HEAD) < c2.index("srpart developers (2):")
+    c3 = series.set_cover_maintainers(c2, ["B <b@x>"])
+    assert series.cover_maintainers(c3) == ["B <b@x>"] and c3.count(series.MAINTAINERS_HEAD) == 1
+
+
+def test_every_series_has_the_same_patches_for_both_kernels():
+    a = [p.name for p in source.series_files("6.1")]
+    b = [p.name for p in source.series_files("6.12")]
+    assert a == b
