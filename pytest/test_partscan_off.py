@@ -1,6 +1,6 @@
 """partscan off, or the parameter absent: exactly what the unpatched kernel shows.
 
-For 1, 2 and 8 drives, boot the unpatched 6.1 kernel (same tarball, same
+For 1, 2 and 8 drives, boot the unpatched kernel of each version (same tarball, same
 config) and the srpart kernel with sr_mod.partscan=0 and with no parameter,
 and compare what user space sees.
 """
