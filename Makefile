@@ -10,7 +10,8 @@ PYTEST  := $(PY) -m pytest -p no:cacheprovider
 XDIST   ?= -n auto --dist loadgroup
 JUNIT   ?= build/junit.xml
 
-.PHONY: help deps kernels fixtures demo check unit matrix bench checkpatch series-check media-report abi-report clean distclean
+PHONY_EXTRA := debug-kernel fuzz-images
+.PHONY: $(PHONY_EXTRA) help deps kernels fixtures demo check unit matrix bench checkpatch series-check media-report abi-report clean distclean
 
 help:
 	@echo "make demo        boot the patched $(KERNEL) kernel with two partitioned CDs, read sr0p1"
@@ -58,6 +59,17 @@ media-report: kernels fixtures
 
 abi-report: kernels fixtures
 	$(PY) -m harness.abi_report
+
+# Issue 6, work in progress: the sanitizer kernel and the malformed images.
+debug-kernel: deps
+	$(SRPART) build --kernel $(KERNEL) --variant srpart-debug
+
+SEED  ?= 1
+COUNT ?= 300
+fuzz-images:
+	$(PY) -c 'import sys; from pathlib import Path; from fixtures import fuzz; \
+	c = fuzz.generate($(SEED), $(COUNT), Path("build/fuzz/$(SEED)")); \
+	print(f"srpart: {len(c)} images for seed $(SEED) in build/fuzz/$(SEED)")'
 
 clean:
 	rm -rf build/logs build/fixtures build/initramfs build/kernels build/junit.xml build/locks

@@ -8,6 +8,9 @@
                  an extra initramfs archive, modules.cpio.gz)
   legacy         patches/legacy-<version>/: the 2004 approach, for
                  comparison only (6.1)
+  srpart-debug   srpart plus Kconfig.debug.fragment (KASAN, UBSAN, lockdep,
+                 kmemleak; own object tree). Built on demand only
+                 (`make debug-kernel`), never by `make kernels`.
 
 A variant's bzImage is copied to build/kernels/<version>/<variant>/ with a
 stamp of (source tree id, config). A hit costs nothing; a miss checks the
@@ -32,7 +35,9 @@ from .errors import SrpartError
 # unpatched: srpart-base; srpart: the whole series; sr-only: its first patch
 # alone (sr.c scans, the parsers are upstream's) -- what a naive patch gives,
 # for docs/media.md and the tests that show why the parser patches exist.
-VARIANTS = ("unpatched", "srpart", "sr-only", "srpart-module", "legacy")
+VARIANTS = ("unpatched", "srpart", "sr-only", "srpart-module", "legacy", "srpart-debug")
+ON_DEMAND = ("srpart-debug",)     # not part of "all"
+DEBUG_SUFFIX = "-debug"
 MODULE_SUFFIX = "-module"
 MODULE_CONFIG = {"CONFIG_BLK_DEV_SR": "m", "CONFIG_CDROM": "m"}   # sr selects cdrom
 
@@ -60,7 +65,12 @@ def record_timing(series: str, variant: str, seconds: float, cold: bool) -> None
 
 def requested_config(variant: str = "srpart") -> kconfig.Kconfig:
     want = kconfig.Kconfig.read(paths.FRAGMENT)
-    return want.with_options(MODULE_CONFIG) if variant.endswith(MODULE_SUFFIX) else want
+    if variant.endswith(MODULE_SUFFIX):
+        return want.with_options(MODULE_CONFIG)
+    if variant.endswith(DEBUG_SUFFIX):
+        debug = kconfig.Kconfig.read(paths.ROOT / "Kconfig.debug.fragment")
+        return want.with_options(debug.options)
+    return want
 
 
 def make_modules(tree: Path, obj: Path, jobs: int, log: Path, out: Path) -> Path:
@@ -113,12 +123,12 @@ def series_for(series: str, variant: str) -> str | None:
 
 def available(series: str) -> list[str]:
     """The variants that exist for a kernel version (legacy only where ported)."""
-    return [v for v in VARIANTS
-            if series_for(series, v) is None or (paths.PATCHES / series_for(series, v)).is_dir()]
+    return [v for v in VARIANTS if v not in ON_DEMAND and
+            (series_for(series, v) is None or (paths.PATCHES / series_for(series, v)).is_dir())]
 
 
 def _ref_for(src: source.KernelSource, series: str, variant: str) -> str:
-    if variant == "srpart" + MODULE_SUFFIX:
+    if variant in ("srpart" + MODULE_SUFFIX, "srpart" + DEBUG_SUFFIX):
         return series
     if variant == "legacy":
         return f"legacy-{series}"
@@ -141,7 +151,7 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
         src = source.extract(series)
         if variant not in VARIANTS:
             _ref_for(src, series, variant)     # raises the error naming the choices
-        if variant not in available(series):
+        if variant not in available(series) and variant not in ON_DEMAND:
             raise SrpartError(f"kernel variant {variant} does not exist for {series}: "
                               f"no patches/{series_for(series, variant)}/")
         if series_for(series, variant):
@@ -158,7 +168,8 @@ def build(series: str, variant: str, jobs: int | None = None, quiet: bool = Fals
                           modules=mods)
         t0 = time.monotonic()
         source.checkout(src, ref)
-        obj = paths.OBJ / (series + (MODULE_SUFFIX if module else ""))
+        obj = paths.OBJ / (series + (MODULE_SUFFIX if module else "")
+                           + (DEBUG_SUFFIX if variant.endswith(DEBUG_SUFFIX) else ""))
         cold = not (obj / "vmlinux").exists()
         kconfig.configure(src.tree, obj, want)
         if not quiet:

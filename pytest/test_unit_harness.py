@@ -101,3 +101,13 @@ def test_initramfs_has_init_and_helpers():
     data = gzip.decompress(initramfs.build().read_bytes())
     for name in (b"init\0", b"bin/busybox\0", b"bin/srprobe\0", b"bin/srctl\0", b"dev/console\0"):
         assert name in data
+
+
+def test_debug_variant_adds_the_sanitizers_to_the_fragment():
+    from harness import kernel
+
+    base = kernel.requested_config("srpart").options
+    debug = kernel.requested_config("srpart-debug").options
+    assert debug["CONFIG_KASAN"] == "y" and debug["CONFIG_PROVE_LOCKING"] == "y"
+    assert all(debug[k] == v for k, v in base.items() if k not in debug or k != "CONFIG_SLOB")
+    assert "srpart-debug" not in kernel.available("6.1")
