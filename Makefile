@@ -10,7 +10,7 @@ PYTEST  := $(PY) -m pytest -p no:cacheprovider
 XDIST   ?= -n auto --dist loadgroup
 JUNIT   ?= build/junit.xml
 
-PHONY_EXTRA := debug-kernel fuzz-images
+PHONY_EXTRA := debug-kernel fuzz-images fuzz
 .PHONY: $(PHONY_EXTRA) help deps kernels fixtures demo check unit matrix bench checkpatch series-check media-report abi-report clean distclean
 
 help:
@@ -66,6 +66,11 @@ debug-kernel: deps
 
 SEED  ?= 1
 COUNT ?= 300
+FUZZ_VARIANT ?= srpart-debug
+fuzz: kernels
+	$(SRPART) build --kernel $(KERNEL) --variant $(FUZZ_VARIANT)
+	$(PY) -m harness.fuzz_run --kernel $(KERNEL) --variant $(FUZZ_VARIANT) --seed $(SEED) --count $(COUNT)
+
 fuzz-images:
 	$(PY) -c 'import sys; from pathlib import Path; from fixtures import fuzz; \
 	c = fuzz.generate($(SEED), $(COUNT), Path("build/fuzz/$(SEED)")); \
