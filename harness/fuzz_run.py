@@ -39,6 +39,8 @@ class Outcome:
 def check_batch(vm: VM, n: int) -> tuple[int, list[str]]:
     """The invariants for drives sr0..sr<n-1>; returns (partitions seen, problems)."""
     problems = []
+    # a sanitizer kernel probes slowly: the guest's init may have stopped waiting
+    vm.check(guest.wait_cmd(f"[ $(ls -d /sys/block/sr* | wc -l) -ge {n} ]", 120), timeout=150)
     vm.check(" ".join(["srprobe"] + [f"/dev/sr{k}" for k in range(n)]) + " || true")
     sizes = {}
     for line in vm.check(DISKS_CMD).splitlines():
@@ -46,6 +48,8 @@ def check_batch(vm: VM, n: int) -> tuple[int, list[str]]:
         sizes[name] = int(size)
         if dev != f"11:{name[2:]}":
             problems.append(f"{name} is {dev}, not 11:{name[2:]}")
+    if len(sizes) != n:
+        problems.append(f"{len(sizes)} sr disks, {n} drives")
     parts = guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD))
     for p in parts:
         disk = p.name.split("p")[0]
