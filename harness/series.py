@@ -24,25 +24,15 @@ TOTAL = re.compile(r"^total: (\d+) errors, (\d+) warnings, (?:(\d+) checks, )?\d
 
 
 def trailing_whitespace(patch: Path) -> list[str]:
-    """`file:line` of every line we wrote that ends in blanks.
+    """`file:line` of every line that ends in blanks, except removed lines.
 
-    checkpatch only looks at added lines. This also covers the commit
-    message, the cover letter, and the " " git writes for an empty context
-    line (mail tools flag it; the series is exported with
-    diff.suppressBlankEmpty=true). Context lines that carry upstream's own
-    trailing blanks are left alone: they are not ours to change.
+    checkpatch --strict flags context lines too (an upstream " * " next to a
+    changed line is reported as ERROR:TRAILING_WHITESPACE), and mail tools
+    flag the " " git writes for an empty context line, so the series is
+    exported with diff.suppressBlankEmpty=true and hunks avoid such context.
     """
-    bad, in_diff = [], False
-    for n, line in enumerate(patch.read_text().splitlines(), 1):
-        if line.startswith("diff --git "):
-            in_diff = True
-        if line == line.rstrip():
-            continue
-        ours = (not in_diff or line == " " or
-                (line.startswith("+") and not line.startswith("+++")))
-        if ours:
-            bad.append(f"{patch.name}:{n}")
-    return bad
+    return [f"{patch.name}:{n}" for n, line in enumerate(patch.read_text().splitlines(), 1)
+            if line != line.rstrip() and not line.startswith("-")]
 
 
 MAINTAINERS_HEAD = "scripts/get_maintainer.pl --no-git --no-git-fallback on this series:"
