@@ -53,3 +53,15 @@ def boot(initrd, kernel_series):
                             block_size=block_size, qmp=qmp), f"{kernel_series}-{name}")
 
     return start
+
+
+@pytest.fixture(scope="session")
+def partscan_on(boot):
+    """partscan_on(images, name) -> the srpart kernel with sr_mod.partscan=1 and one
+    scsi-cd per fixture image; use it as a context manager (`with ... as vm`), which
+    stops the VM and checks its log on the way out."""
+
+    def make(images, name: str) -> VM:
+        return boot("srpart", [i.path for i in images], ["sr_mod.partscan=1"], name)
+
+    return make

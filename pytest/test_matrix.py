@@ -20,14 +20,13 @@ DRIVES = [pytest.param(n, id=f"{n}drive{'s' if n > 1 else ''}",
 
 
 @pytest.fixture(scope="module", params=DRIVES)
-def on(request, boot):
-    """A guest booted with n drives and partscan on, shared by this module's tests."""
+def on(request, partscan_on):
+    """A guest booted with n drives and partscan on, shared by this module's tests.
+    Leaving the `with` fails on panic/Oops/BUG/WARNING in the log, or no clean power-off."""
     n = request.param
     images = catalog.drive_images(n)
-    vm = boot("srpart", [i.path for i in images], ["sr_mod.partscan=1"], f"matrix-on-{n}")
-    vm.start()
-    yield n, images, vm
-    vm.stop()   # fails on panic/Oops/BUG/WARNING in the log, or no clean power-off
+    with partscan_on(images, f"matrix-on-{n}") as vm:
+        yield n, images, vm
 
 
 def test_partscan_parameter_is_on(on):

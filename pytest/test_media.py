@@ -30,15 +30,12 @@ HEAD_BLOCKS = 32          # bytes compared at each partition's start: 64 KiB
 
 
 @pytest.fixture(scope="module", params=SETS)
-def media(request, boot):
+def media(request, partscan_on):
     kinds = request.param
     images = catalog.kind_images(kinds)
-    vm = boot("srpart", [i.path for i in images], ["sr_mod.partscan=1"], f"media-{len(kinds)}-{kinds[0]}")
-    vm.start()
-    dmesg = vm.check("dmesg")
     layouts = [oracle.expected(i.table, i.path) for i in images]
-    yield kinds, images, layouts, vm, dmesg
-    vm.stop()
+    with partscan_on(images, f"media-{len(kinds)}-{kinds[0]}") as vm:
+        yield kinds, images, layouts, vm, vm.check("dmesg")
 
 
 def _dmesg_lines(dmesg: str) -> list[str]:
