@@ -1,13 +1,20 @@
-"""Boot malformed media and check the kernel's invariants (`make fuzz`, issue 6 WIP).
+"""Boot malformed media and check the kernel's invariants (`make fuzz`, issue 6).
 
-    /usr/bin/python3 -m harness.fuzz_run [--seed S] [--count N] [--variant srpart-debug]
+    /usr/bin/python3 -m harness.fuzz_run [--seed S] [--count N] [--rounds R]
+                                         [--variant srpart-debug]
 
 Images come from fixtures/fuzz.py (seeded; the seed is printed and accepted
-back). Eight drives per VM, sr_mod.partscan=1, each drive opened the way
-udev does. A run fails on any bad pattern in the kernel log (panic, BUG,
-WARNING, Oops, KASAN, UBSAN, ...), on a hang, and when a partition lies
-outside its medium, is not 2048-aligned, or a whole disk is not at 11,K.
-Failing images are copied to build/fuzz/failed/ with their seed and index.
+back). Each VM has eight drives, sr_mod.partscan=1: the first eight images
+are parsed when sr probes the drives, then the host swaps the media over
+QMP R-1 times (the rescan an open does after a media change), eight new
+images per round. After every round each drive is opened the way udev does
+and the invariants are checked. A run fails on any bad pattern in the
+kernel log (panic, BUG, WARNING, Oops, KASAN, UBSAN, lockdep, ...), on a
+hang, when a partition lies outside its medium, is not 2048-aligned or not
+on the extended major, when a whole disk is not at 11,K, and -- on a kernel
+with kmemleak -- on any leak found by a scan before the VM stops.
+Failing images are copied to build/fuzz/failed/ (their names carry seed and
+index; `fuzz.case(seed, index, dir)` rebuilds one alone).
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ import argparse
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import guest, paths
@@ -23,8 +30,18 @@ from .console import GuestError
 from .errors import SrpartError
 from .vm import VM, boot_spec
 
-PER_VM = 8
+PER_VM = 8          # drives per VM
+ROUNDS = 8          # images per drive per VM: one at probe, ROUNDS-1 media swaps
 DISKS_CMD = "for d in /sys/block/sr*; do echo ${d##*/} $(cat $d/dev) $(cat $d/size); done"
+
+
+@dataclass
+class VmResult:
+    processed: int = 0                     # images whose round finished
+    partitions: int = 0
+    failures: list[tuple[list, list[str]]] = field(default_factory=list)  # (cases, problems)
+    kmemleak: bool = False                 # the kernel has kmemleak and the scan ran
+    leaks: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -32,7 +49,9 @@ class Outcome:
     images: int = 0
     vms: int = 0
     partitions: int = 0
-    failures: list[str] = None
+    failures: list[str] = field(default_factory=list)
+    scans: int = 0                         # kmemleak scans
+    leaks: int = 0
     seconds: float = 0.0
 
 
@@ -43,14 +62,14 @@ def check_batch(vm: VM, n: int) -> tuple[int, list[str]]:
     vm.check(guest.wait_cmd(f"[ $(ls -d /sys/block/sr* | wc -l) -ge {n} ]", 120), timeout=150)
     vm.check(" ".join(["srprobe"] + [f"/dev/sr{k}" for k in range(n)]) + " || true")
     sizes = {}
-    for line in vm.check(DISKS_CMD).splitlines():
+    for line in vm.check(DISKS_CMD, timeout=60).splitlines():
         name, dev, size = line.split()
         sizes[name] = int(size)
         if dev != f"11:{name[2:]}":
             problems.append(f"{name} is {dev}, not 11:{name[2:]}")
     if len(sizes) != n:
         problems.append(f"{len(sizes)} sr disks, {n} drives")
-    parts = guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD))
+    parts = guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD, timeout=180))
     for p in parts:
         disk = p.name.split("p")[0]
         if p.start % 4 or p.size % 4:
@@ -62,31 +81,82 @@ def check_batch(vm: VM, n: int) -> tuple[int, list[str]]:
     return len(parts), problems
 
 
-def run(seed: int, count: int, series: str, variant: str, keep: Path) -> Outcome:
+def rounds_of(cases: list, per_vm: int = PER_VM) -> list[list]:
+    return [cases[i:i + per_vm] for i in range(0, len(cases), per_vm)]
+
+
+def fuzz_vm(vm: VM, cases: list) -> VmResult:
+    """Check the probed first round, swap the rest in round by round (the VM
+    needs QMP and must have booted with the first round's images), then scan
+    for leaks. Stops at the first failing round."""
+    res = VmResult()
+    rounds = rounds_of(cases)
+    drives = len(rounds[0])
+    for r, batch in enumerate(rounds):
+        try:
+            if r:
+                for k, c in enumerate(batch):
+                    vm.qmp.change_medium(f"cd{k}", c.path)
+            seen, problems = check_batch(vm, drives)
+        except (GuestError, SrpartError) as e:
+            seen, problems = 0, [str(e).splitlines()[0]]
+        if problems:
+            res.failures.append((batch, problems))
+            return res
+        res.processed += len(batch)
+        res.partitions += seen
+    try:
+        present, leaks = guest.parse_kmemleak(vm.check(guest.kmemleak_cmd(), timeout=300))
+    except (GuestError, SrpartError) as e:
+        res.failures.append((cases, [f"kmemleak scan: {str(e).splitlines()[0]}"]))
+        return res
+    res.kmemleak, res.leaks = present, leaks
+    if leaks:
+        res.failures.append((cases, [f"kmemleak: {len(leaks)} unreferenced objects, first: "
+                                     + leaks[0].splitlines()[0]]))
+    return res
+
+
+def run(seed: int, count: int, series: str, variant: str, keep: Path,
+        rounds: int = ROUNDS) -> Outcome:
     from fixtures import fuzz
 
-    out = Outcome(failures=[])
+    out = Outcome()
     t0 = time.monotonic()
     cases = fuzz.generate(seed, count, paths.BUILD / "fuzz" / str(seed))
-    for b in range(0, len(cases), PER_VM):
-        batch = cases[b:b + PER_VM]
-        spec = boot_spec(series, variant, [c.path for c in batch], ["sr_mod.partscan=1"])
-        name = f"fuzz-{seed}-{b // PER_VM}"
-        problems: list[str]
+    i = 0
+    while i < len(cases):
+        mine = cases[i:i + PER_VM * rounds]
+        first = mine[:PER_VM]
+        name = f"fuzz-{seed}-{out.vms}"
+        spec = boot_spec(series, variant, [c.path for c in first], ["sr_mod.partscan=1"],
+                         qmp=True)
         try:
             with VM(spec, name) as vm:
-                seen, problems = check_batch(vm, len(batch))
-                out.partitions += seen
-        except (GuestError, SrpartError) as e:
-            problems = [str(e).splitlines()[0]]
+                res = fuzz_vm(vm, mine)
+        except (GuestError, SrpartError) as e:        # boot or power-off failed
+            res = VmResult(failures=[(mine, [str(e).splitlines()[0]])])
         out.vms += 1
-        out.images += len(batch)
-        if problems:
+        out.partitions += res.partitions
+        out.scans += res.kmemleak
+        out.leaks += len(res.leaks)
+        for batch, problems in res.failures:
             keep.mkdir(parents=True, exist_ok=True)
             for c in batch:
                 shutil.copy2(c.path, keep / c.path.name)
             out.failures.append(f"seed {seed}, cases {batch[0].index}-{batch[-1].index} "
                                 f"(VM {name}, log build/logs/{name}.log): " + "; ".join(problems))
+        # a failing round is not retried; the VM's later rounds go to the next VM
+        advance = res.processed
+        for batch, _ in res.failures:
+            advance = len(mine) if batch is mine else advance + len(batch)
+        i += advance
+        out.images = i
+        leak = (f"{len(res.leaks)} leaks" if res.leaks else
+                "clean" if res.kmemleak else "not scanned")
+        print(f"  VM {name}: cases {mine[0].index}-{mine[0].index + advance - 1}, "
+              f"{res.partitions} partitions, kmemleak {leak}, {len(res.failures)} failures",
+              flush=True)
     out.seconds = time.monotonic() - t0
     return out
 
@@ -98,16 +168,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--kernel", default="6.1")
     ap.add_argument("--variant", default="srpart-debug")
+    ap.add_argument("--rounds", type=int, default=ROUNDS,
+                    help=f"images per drive per VM (default {ROUNDS}: one probe, then swaps)")
     args = ap.parse_args(argv)
     print(f"srpart fuzz: seed {args.seed}, {args.count} images, {args.kernel} {args.variant} "
-          f"(reproduce: --seed {args.seed} --count {args.count})", flush=True)
+          f"(reproduce: --seed {args.seed} --count {args.count} --rounds {args.rounds})", flush=True)
     try:
-        o = run(args.seed, args.count, args.kernel, args.variant, paths.BUILD / "fuzz" / "failed")
+        o = run(args.seed, args.count, args.kernel, args.variant, paths.BUILD / "fuzz" / "failed",
+                args.rounds)
     except SrpartError as e:
         print(f"srpart: error: {e}", file=sys.stderr)
         return 2
     print(f"srpart fuzz: {o.images} images in {o.vms} VMs, {o.partitions} partitions checked, "
-          f"{len(o.failures)} failing VMs, {o.seconds:.0f} s "
+          f"{len(o.failures)} failures, kmemleak scans {o.scans} (leaks {o.leaks}), "
+          f"{o.seconds:.0f} s "
           f"({o.seconds / max(o.images, 1):.2f} s per image)")
     for f in o.failures:
         print(f"  FAIL {f}")
