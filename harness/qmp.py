@@ -112,15 +112,16 @@ class QMP:
     def change_medium(self, dev: str, image: Path | None, force: bool = False) -> None:
         """Put `image` in drive `dev` (tray closed afterwards); None: eject and leave empty.
         `force` opens the tray even while the guest holds the door locked."""
-        if force:
-            self.open_tray(dev)
         if image is None:
             self.cmd("blockdev-open-tray", id=dev, force=True)
             self.cmd("blockdev-remove-medium", id=dev)
             self.cmd("blockdev-close-tray", id=dev)
             return
+        # force (QEMU >= 7.1) opens a tray the guest keeps locked in the same
+        # command: a guest that opens the drive meanwhile (cdrom_open() closes
+        # an open tray) cannot slip in between
         self.cmd("blockdev-change-medium", id=dev, filename=str(Path(image).resolve()),
-                 format="raw", read_only_mode="read-only")
+                 format="raw", read_only_mode="read-only", force=force)
 
     def add_cd(self, dev: str, image: Path, scsi_id: int) -> None:
         """Hot-plug a scsi-cd holding `image` at target `scsi_id` of scsi0."""

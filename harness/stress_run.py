@@ -1,0 +1,220 @@
+"""Media-swap and hot-plug churn with partitions in use (`make stress`, issue 6).
+
+    /usr/bin/python3 -m harness.stress_run [--kernel 6.1] [--variant srpart-debug]
+                                           [--swaps 200] [--cycles 30]
+
+swaps    one VM, one drive. Two guest readers run the whole time: one streams
+         /dev/sr0 with dd, one mounts sr0p1 and streams its file and the
+         partition device, unmounting between passes. The host changes the
+         medium over QMP (forcing the locked tray open, as a user with a
+         paper clip would) `--swaps` times, cycling through three discs with
+         different tables (MBR, SGI, Sun), and after every swap waits until
+         sr0's partitions are exactly the host oracle's for the new disc.
+cycles   one VM: `--cycles` times hot-plug a drive holding an MBR disc, check
+         it is sr1 at 11:1 with the oracle's partitions, mount sr1p1 and
+         start a reader, unplug the drive under the mount, unmount.
+
+Both end with the extended minors (major 259) in use compared with the set
+at the start, and -- on a kernel with kmemleak (the srpart-debug variant) --
+a leak scan. Any bad pattern in the kernel log (panic, BUG, WARNING, Oops,
+KASAN, UBSAN, lockdep) fails the run. Prints its figures; pytest/test_stress.py
+runs a short version of both on the plain kernels inside `make check`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+
+from . import guest, oracle
+from .console import GuestError
+from .errors import SrpartError
+from .vm import VM, boot_spec
+
+SWAP_KINDS = ("mbr2048", "sgi-direct", "sun-xorriso")   # sr0p1 differs between neighbours
+HOTPLUG_KIND = "mbr2048"
+WAIT_S = 60            # per swap / per plug: the sanitizer kernel under TCG is slow
+
+READER_DISK = ("n=0; while [ ! -e /tmp/stop ]; do dd if=/dev/sr0 of=/dev/null bs=64k 2>/dev/null"
+               " && n=$((n+1)); echo $n > /tmp/reader-disk; done; echo done >> /tmp/reader-disk")
+READER_PART = ("mkdir -p /mnt/p; n=0; while [ ! -e /tmp/stop ]; do "
+               "if mount -o ro /dev/sr0p1 /mnt/p 2>/dev/null; then "
+               "for j in 1 2 3; do find /mnt/p -type f | xargs cat >/dev/null 2>&1 && "
+               "dd if=/dev/sr0p1 of=/dev/null bs=64k 2>/dev/null && n=$((n+1)); done; "
+               "umount /mnt/p; fi; echo $n > /tmp/reader-part; sleep 0.1; done; "
+               "echo done >> /tmp/reader-part")
+
+
+@dataclass
+class Churn:
+    what: str
+    rounds: int = 0
+    seconds: float = 0.0
+    disk_reads: int = 0          # whole passes of the srN reader
+    part_reads: int = 0          # passes of the srNp1 reader that completed
+    minors_before: list[int] = field(default_factory=list)
+    minors_after: list[int] = field(default_factory=list)
+    kmemleak: bool = False
+    leaks: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        leak = (f"{len(self.leaks)} leaks" if self.leaks else
+                "clean" if self.kmemleak else "not in this kernel")
+        return (f"{self.what}: {self.rounds} in {self.seconds:.0f} s "
+                f"({self.seconds / max(self.rounds, 1):.2f} s each); readers: srN {self.disk_reads}"
+                f" passes, srNp1 {self.part_reads} passes; extended minors "
+                f"{len(self.minors_before)} -> {len(self.minors_after)}; kmemleak {leak}")
+
+
+def _layout(img) -> str:
+    """What the guest prints for drive 0 with LAYOUT_CMD, from the host oracle."""
+    parts = oracle.expected(img.table, img.path).parts
+    return " ".join(f"{p.number}:{p.start}:{p.size}" for p in sorted(parts, key=lambda p: p.number))
+
+
+def layout_cmd(k: int) -> str:
+    return (f"for p in /sys/block/sr{k}/sr{k}p*; do [ -e $p/start ] && "
+            f"read s < $p/start && read n < $p/size && echo ${{p##*/sr{k}p}}:$s:$n; done | sort -n | xargs")
+
+
+def _minors(vm: VM) -> list[int]:
+    return [int(x) for x in vm.check(guest.ext_minors_cmd()).split()]
+
+
+def _finish(vm: VM, c: Churn) -> None:
+    c.minors_after = _minors(vm)
+    if c.minors_after != c.minors_before:
+        c.problems.append(f"extended minors {c.minors_before} at the start, {c.minors_after} "
+                          "at the end")
+    c.kmemleak, c.leaks = guest.parse_kmemleak(vm.check(guest.kmemleak_cmd(), timeout=600))
+    if c.leaks:
+        c.problems.append(f"kmemleak: {len(c.leaks)} unreferenced objects, first:\n"
+                          + c.leaks[0])
+
+
+def swap_images():
+    from fixtures import catalog
+    return [catalog.image(k, catalog.drive_label(0, k)) for k in SWAP_KINDS]
+
+
+def swaps(vm: VM, count: int) -> Churn:
+    """`count` forced media swaps on cd0 under two readers. The VM booted with
+    swap_images()[0] in its only drive and has QMP."""
+    imgs = swap_images()
+    c = Churn("media swaps")
+    vm.check("srprobe /dev/sr0")
+    first = _layout(imgs[0])
+    if vm.check(layout_cmd(0)).strip() != first:
+        c.problems.append(f"at boot sr0 shows {vm.check(layout_cmd(0)).strip()!r}, "
+                          f"oracle {first!r}")
+        return c
+    c.minors_before = _minors(vm)
+    vm.check("rm -f /tmp/stop /tmp/reader-*; "
+             f"( {READER_DISK} ) >/dev/null 2>&1 & ( {READER_PART} ) >/dev/null 2>&1 &")
+    t = time.monotonic()
+    i = 0
+    while i < count or i % len(imgs):      # then on until the first disc is back
+        i += 1
+        img = imgs[i % len(imgs)]
+        vm.qmp.change_medium("cd0", img.path, force=True)
+        want = _layout(img)
+        r = vm.run(guest.wait_cmd(f'[ "$({layout_cmd(0)})" = "{want}" ]', WAIT_S),
+                   timeout=WAIT_S + 30)
+        if r.status:
+            c.problems.append(f"swap {i} ({img.kind}): sr0 shows "
+                              f"{vm.check(layout_cmd(0)).strip()!r} after {WAIT_S} s, "
+                              f"oracle {want!r}")
+            break
+        c.rounds += i <= count
+    c.seconds = time.monotonic() - t
+    vm.check("touch /tmp/stop; " + guest.wait_cmd(
+        "grep -q done /tmp/reader-disk && grep -q done /tmp/reader-part", WAIT_S),
+        timeout=WAIT_S + 30)
+    c.disk_reads = int(vm.check("head -n1 /tmp/reader-disk").strip() or 0)
+    c.part_reads = int(vm.check("head -n1 /tmp/reader-part").strip() or 0)
+    vm.check("srprobe /dev/sr0")
+    _finish(vm, c)
+    return c
+
+
+def hotplug(vm: VM, count: int) -> Churn:
+    """`count` plug / mount / unplug-under-mount cycles of a second drive."""
+    from fixtures import catalog
+
+    img = catalog.image(HOTPLUG_KIND, catalog.drive_label(1, HOTPLUG_KIND))
+    want = _layout(img)
+    part = img.data[0]
+    c = Churn("hot-plug cycles")
+    c.minors_before = _minors(vm)
+    t = time.monotonic()
+    for i in range(count):
+        vm.qmp.add_cd("hot1", img.path, scsi_id=1)
+        vm.check(guest.wait_cmd("[ -e /sys/block/sr1 ]", WAIT_S), timeout=WAIT_S + 30)
+        vm.check("srprobe /dev/sr1")
+        dev = vm.check("cat /sys/block/sr1/dev").strip()
+        got = vm.check(layout_cmd(1)).strip()
+        if dev != "11:1" or got != want:
+            c.problems.append(f"cycle {i + 1}: sr1 is {dev} with {got!r}, oracle {want!r}")
+            break
+        vm.check(f"mkdir -p /mnt/h && mount -t {part.fstype} -o ro /dev/sr1p{part.number} /mnt/h")
+        vm.check("rm -f /tmp/hot-reads; ( while find /mnt/h -type f | xargs cat >/dev/null 2>&1 && dd if=/dev/sr1p1 of=/dev/null bs=64k "
+                 "2>/dev/null; do echo x >> /tmp/hot-reads; done; echo stop >> /tmp/hot-reads ) "
+                 ">/dev/null 2>&1 &")
+        vm.check(guest.wait_cmd("grep -q x /tmp/hot-reads", WAIT_S), timeout=WAIT_S + 30)
+        vm.qmp.del_device("hot1", timeout=WAIT_S)
+        vm.check(guest.wait_cmd("[ ! -e /sys/block/sr1 ] && grep -q stop /tmp/hot-reads", WAIT_S),
+                 timeout=WAIT_S + 30)
+        vm.check("umount /mnt/h")
+        c.part_reads += int(vm.check("grep -c x /tmp/hot-reads || true").strip() or 0)
+        c.rounds += 1
+    c.seconds = time.monotonic() - t
+    _finish(vm, c)
+    return c
+
+
+def run(series: str, variant: str, n_swaps: int, n_cycles: int) -> list[Churn]:
+    from fixtures import catalog
+
+    out = []
+    first = swap_images()[0]
+    plan = (("swaps", [first.path], lambda vm: swaps(vm, n_swaps)),
+            ("hotplug", [catalog.image("sun-xorriso", catalog.drive_label(0, "sun-xorriso")).path],
+             lambda vm: hotplug(vm, n_cycles)))
+    for name, images, job in plan:
+        spec = boot_spec(series, variant, images, ["sr_mod.partscan=1"], qmp=True)
+        spec.memory_mb = 512
+        vm_name = f"stress-{series}-{variant}-{name}"
+        try:
+            with VM(spec, vm_name) as vm:
+                c = job(vm)
+        except (GuestError, SrpartError) as e:
+            c = Churn(name, problems=[f"{str(e).splitlines()[0]} (log build/logs/{vm_name}.log)"])
+        out.append(c)
+        print(f"srpart stress: {c.line()}", flush=True)
+        for p in c.problems:
+            print(f"  FAIL {p}", flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="harness.stress_run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernel", default="6.1")
+    ap.add_argument("--variant", default="srpart-debug")
+    ap.add_argument("--swaps", type=int, default=200)
+    ap.add_argument("--cycles", type=int, default=30)
+    args = ap.parse_args(argv)
+    print(f"srpart stress: {args.kernel} {args.variant}, {args.swaps} media swaps, "
+          f"{args.cycles} hot-plug cycles", flush=True)
+    try:
+        res = run(args.kernel, args.variant, args.swaps, args.cycles)
+    except SrpartError as e:
+        print(f"srpart: error: {e}", file=sys.stderr)
+        return 2
+    return 1 if any(c.problems for c in res) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
