@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import difflib
-import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -186,8 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     except SrpartError as e:
         print(f"srpart: error: {e}", file=sys.stderr)
         return 1
-    commit = subprocess.run(["git", "-C", str(paths.ROOT), "describe", "--always", "--dirty"],
-                            text=True, capture_output=True).stdout.strip() or "unknown"
+    commit = paths.project_revision()
     with open(args.out, "w") as fh:
         fh.write(render(results, commit))
     print(f"srpart: wrote {args.out}")

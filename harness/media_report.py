@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import re
-import subprocess
 import sys
 
 from . import guest, paths
@@ -96,8 +95,7 @@ def run(series: str) -> str:
         cells[variant] = [_cell(_lines_for(dmesg, k),
                                 [p for p in parts if p.name.startswith(f"sr{k}p")], k)
                           for k in range(len(kinds))]
-    commit = subprocess.run(["git", "-C", str(paths.ROOT), "describe", "--always", "--dirty"],
-                            text=True, capture_output=True).stdout.strip() or "unknown"
+    commit = paths.project_revision()
     doc = INTRO.format(command="make media-report", commit=commit, version=version,
                        date=datetime.date.today().isoformat())
     head = ["kind", "written by", "units", *(title for _, title in COLUMNS), "how to make one"]

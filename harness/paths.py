@@ -15,3 +15,12 @@ INITRAMFS = BUILD / "initramfs"
 PATCHES = ROOT / "patches"
 FRAGMENT = ROOT / "Kconfig.fragment"
 TARBALL_DIR = Path(os.environ.get("SRPART_TARBALL_DIR", "/usr/src"))
+
+
+def project_revision() -> str:
+    """`git describe --always --dirty` of this checkout, for generated reports."""
+    import subprocess
+
+    r = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                       text=True, capture_output=True)
+    return r.stdout.strip() or "unknown"
