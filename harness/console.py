@@ -32,6 +32,8 @@ BAD_PATTERNS: dict[str, str] = {
     "UBSAN": r"UBSAN:",
     "general protection fault": r"general protection fault",
     "kmemleak": r"kmemleak: \d+ new suspected memory leaks",
+    # lockdep's non-WARNING reports and RCU stalls ("INFO: rcu_sched self-detected stall")
+    "INFO": r"INFO: (trying to register non-static key|rcu_\w+ (self-)?detected stall|task .* blocked)",
 }
 
 

@@ -15,7 +15,8 @@ cycles   one VM: `--cycles` times hot-plug a drive holding an MBR disc, check
          start a reader, unplug the drive under the mount, unmount.
 
 Both end with the extended minors (major 259) in use compared with the set
-at the start, and -- on a kernel with kmemleak (the srpart-debug variant) --
+at the start, after a pause with no partition on the churned drive (a
+dropped partition frees its minor after an RCU grace period), and -- on a kernel with kmemleak (the srpart-debug variant) --
 a leak scan. Any bad pattern in the kernel log (panic, BUG, WARNING, Oops,
 KASAN, UBSAN, lockdep) fails the run. Prints its figures; pytest/test_stress.py
 runs a short version of both on the plain kernels inside `make check`.
@@ -35,6 +36,7 @@ from .vm import VM, boot_spec
 SWAP_KINDS = ("mbr2048", "sgi-direct", "sun-xorriso")   # sr0p1 differs between neighbours
 HOTPLUG_KIND = "mbr2048"
 WAIT_S = 60            # per swap / per plug: the sanitizer kernel under TCG is slow
+SETTLE_S = 3           # with no partitions left: RCU frees their minors (see _finish)
 
 READER_DISK = ("n=0; while [ ! -e /tmp/stop ]; do dd if=/dev/sr0 of=/dev/null bs=64k 2>/dev/null"
                " && n=$((n+1)); echo $n > /tmp/reader-disk; done; echo done >> /tmp/reader-disk")
@@ -62,10 +64,11 @@ class Churn:
     def line(self) -> str:
         leak = (f"{len(self.leaks)} leaks" if self.leaks else
                 "clean" if self.kmemleak else "not in this kernel")
+        readers = (f"srN {self.disk_reads} passes, srNp1 {self.part_reads} passes"
+                   if self.what == "media swaps" else f"srNp1 {self.part_reads} passes")
         return (f"{self.what}: {self.rounds} in {self.seconds:.0f} s "
-                f"({self.seconds / max(self.rounds, 1):.2f} s each); readers: srN {self.disk_reads}"
-                f" passes, srNp1 {self.part_reads} passes; extended minors "
-                f"{len(self.minors_before)} -> {len(self.minors_after)}; kmemleak {leak}")
+                f"({self.seconds / max(self.rounds, 1):.2f} s each); readers: {readers}; "
+                f"extended minors {self.minors_before} -> {self.minors_after}; kmemleak {leak}")
 
 
 def _layout(img) -> str:
@@ -84,6 +87,14 @@ def _minors(vm: VM) -> list[int]:
 
 
 def _finish(vm: VM, c: Churn) -> None:
+    """Extended minors back to the starting set, then the kmemleak scan.
+
+    A dropped partition gives its minor back only when its block device's
+    inode is freed, after an RCU grace period (bdev_free_inode()), so a
+    rescan right after a drop may get higher minors. Callers first leave no
+    partition of the churned drive for SETTLE_S seconds; then IDA hands the
+    lowest free minors out again and anything leaked shows as a different set.
+    """
     c.minors_after = _minors(vm)
     if c.minors_after != c.minors_before:
         c.problems.append(f"extended minors {c.minors_before} at the start, {c.minors_after} "
@@ -134,7 +145,14 @@ def swaps(vm: VM, count: int) -> Churn:
         timeout=WAIT_S + 30)
     c.disk_reads = int(vm.check("head -n1 /tmp/reader-disk").strip() or 0)
     c.part_reads = int(vm.check("head -n1 /tmp/reader-part").strip() or 0)
-    vm.check("srprobe /dev/sr0")
+    # the first disc is back; empty the drive, let the minors go, put it back
+    vm.qmp.change_medium("cd0", None)
+    vm.check("srprobe /dev/sr0; " + guest.wait_cmd("[ ! -e /sys/block/sr0/sr0p1 ]", WAIT_S),
+             timeout=WAIT_S + 30)
+    vm.check(f"sleep {SETTLE_S}")
+    vm.qmp.change_medium("cd0", imgs[0].path)
+    vm.check("srprobe /dev/sr0; " + guest.wait_cmd(f'[ "$({layout_cmd(0)})" = "{first}" ]', WAIT_S),
+             timeout=WAIT_S + 30)
     _finish(vm, c)
     return c
 
@@ -170,6 +188,7 @@ def hotplug(vm: VM, count: int) -> Churn:
         c.part_reads += int(vm.check("grep -c x /tmp/hot-reads || true").strip() or 0)
         c.rounds += 1
     c.seconds = time.monotonic() - t
+    vm.check(f"sleep {SETTLE_S}")
     _finish(vm, c)
     return c
 
