@@ -30,7 +30,8 @@ def cmd_deps(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    variants = kernel.available(args.kernel) if args.variant == "all" else (args.variant,)
+    variants = (kernel.available(args.kernel) if args.variant == "all" else
+                kernel.tested(args.kernel) if args.variant == "tested" else (args.variant,))
     for v in variants:
         k = kernel.build(args.kernel, v)
         how = f"built in {k.built_seconds:.1f} s" if k.built_seconds is not None else "up to date"
@@ -96,7 +97,9 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build", help="build test kernels and the initramfs")
     b.add_argument("--kernel", default="6.1")
-    b.add_argument("--variant", default="all", choices=[*kernel.VARIANTS, "all"])
+    b.add_argument("--variant", default="all", choices=[*kernel.VARIANTS, "all", "tested"],
+                   help="all: every variant but srpart-debug; tested: those the pytest matrix "
+                        "boots (make kernels)")
     b.set_defaults(func=cmd_build)
 
     f = sub.add_parser("fixtures", help="generate the partitioned CD images (matrix and every kind)")
