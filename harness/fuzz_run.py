@@ -128,7 +128,7 @@ def run(seed: int, count: int, series: str, variant: str, keep: Path,
     while i < len(cases):
         mine = cases[i:i + PER_VM * rounds]
         first = mine[:PER_VM]
-        name = f"fuzz-{seed}-{out.vms}"
+        name = f"fuzz-{series}-{variant}-{seed}-{out.vms}"
         spec = boot_spec(series, variant, [c.path for c in first], ["sr_mod.partscan=1"],
                          qmp=True)
         try:
