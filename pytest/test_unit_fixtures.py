@@ -100,3 +100,17 @@ def test_apm_images_reach_the_mac_parser():
     for kind in ("apm-xorriso", "hfsplus-xorriso"):
         raw = _img(kind).path.read_bytes()[:512]
         assert raw[:2] == b"ER" and raw[510:512] != b"\x55\xaa"
+
+
+def test_bench_disc_has_one_64_mib_partition_at_1_mib(tmp_path):
+    from fixtures import bench_image
+    from harness import oracle
+
+    img = bench_image.build(tmp_path / "read.img")
+    parts = oracle.expected(img.table, img.path).parts
+    assert [(p.number, p.start, p.size) for p in parts] == [(1, 2048, 131072)]
+    with open(img.path, "rb") as fh:
+        fh.seek(2048 * 512)
+        a = fh.read(1 << 20)
+        b = fh.read(1 << 20)
+    assert a != b and a[8:] == b[8:] and a.count(0) < len(a) // 100

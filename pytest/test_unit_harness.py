@@ -111,3 +111,22 @@ def test_debug_variant_adds_the_sanitizers_to_the_fragment():
     assert debug["CONFIG_KASAN"] == "y" and debug["CONFIG_PROVE_LOCKING"] == "y"
     assert all(debug[k] == v for k, v in base.items() if k not in debug or k != "CONFIG_SLOB")
     assert "srpart-debug" not in kernel.available("6.1")
+
+
+def test_kmemleak_report_parses_into_one_block_per_object():
+    present, leaks = guest.parse_kmemleak((DATA / "kmemleak-two.txt").read_text())
+    assert present and len(leaks) == 2
+    assert "efi_partition" in leaks[0] and "add_partition" not in leaks[0]
+    assert leaks[1].startswith("unreferenced object 0xffff888004e1c180 (size 32)")
+
+
+def test_kmemleak_clean_and_absent_are_told_apart():
+    assert guest.parse_kmemleak("") == (True, [])
+    assert guest.parse_kmemleak("kmemleak: absent\n") == (False, [])
+
+
+def test_meminfo_fields_in_kb():
+    from harness import bench_memory
+
+    text = "MemTotal:  175644 kB\nMemFree:   137636 kB\nSlab:  5120 kB\nSUnreclaim:  3072 kB\n"
+    assert bench_memory._meminfo(text) == {"MemFree": 137636, "Slab": 5120, "SUnreclaim": 3072}
