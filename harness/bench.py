@@ -133,12 +133,20 @@ How each figure is taken (details in the docstrings of harness/bench*.py):
   READY marker, then one command and a clean `reboot -f`.
 - **Media change**: QMP `blockdev-change-medium` until sysfs shows the new
   disc's first partition at the host oracle's start.
-- **Read**: 64 MiB of pseudo-random data, O_DIRECT, 1 MiB requests, caches
-  dropped before every read, the order of the three rotating per round;
-  the first MiB of each is hashed first to prove they are the same bytes.
-  `losetup -o` is what a user does without srpart (the test kernel has
-  the loop driver for this). The 512-byte `losetup -P` variant reads
-  through the same loop path and is not measured separately.
+- **Read**: a 64 MiB partition of pseudo-random data, O_DIRECT, 1 MiB
+  requests; srN and srNpM (or srN and the loop device) alternate request by
+  request over the same bytes, so both see the same moment of the host;
+  each round yields the median request time per device, and a ratio is the
+  median over 15 rounds of the per-round ratio (range in brackets). The
+  first MiB of each device is hashed first to prove they read the same
+  bytes. The guest boots with `tsc=reliable`: under TCG the clocksource
+  watchdog otherwise rejects the TSC and the guest clock ticks in 4 ms
+  steps (refined-jiffies), coarser than one request (the first version of
+  this benchmark swung by 20% because of it). `losetup -r -o` is what a
+  user does without srpart (the test kernel has the loop driver for this);
+  busybox's losetup cannot turn on the loop driver's direct I/O, so the loop
+  device reads through srN's page cache. The 512-byte `losetup -P` variant
+  reads through the same loop path and is not measured separately.
 - **Memory**: MemFree/Slab/SUnreclaim from /proc/meminfo after the drives
   were opened and the caches dropped; the difference is per boot pair and
   includes boot-to-boot noise of a few hundred kB.
