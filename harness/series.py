@@ -25,15 +25,16 @@ TOTAL = re.compile(r"^total: (\d+) errors, (\d+) warnings, (?:(\d+) checks, )?\d
 
 
 def trailing_whitespace(patch: Path) -> list[str]:
-    """`file:line` of every line that ends in blanks, except removed lines.
+    """`file:line` of every line that ends in blanks, removed lines included.
 
-    checkpatch --strict flags context lines too (an upstream " * " next to a
-    changed line is reported as ERROR:TRAILING_WHITESPACE), and mail tools
-    flag the " " git writes for an empty context line, so the series is
-    exported with diff.suppressBlankEmpty=true and hunks avoid such context.
+    checkpatch --strict itself reports only added lines, but reviewers'
+    tools flag any line of the mail: an upstream " * " kept as context or
+    removed next to a change was reported as ERROR:TRAILING_WHITESPACE
+    twice. So the series is exported with diff.suppressBlankEmpty=true and
+    hunks stay clear of such upstream lines altogether.
     """
     return [f"{patch.name}:{n}" for n, line in enumerate(patch.read_text().splitlines(), 1)
-            if line != line.rstrip() and not line.startswith("-")]
+            if line != line.rstrip()]
 
 
 MAINTAINERS_HEAD = "scripts/get_maintainer.pl --no-git --no-git-fallback on this series:"

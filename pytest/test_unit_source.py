@@ -74,14 +74,15 @@ def test_no_patch_line_ends_in_whitespace():
         assert series.trailing_whitespace(f) == [], f.name
 
 
-def test_trailing_whitespace_check_spares_only_removed_lines(tmp_path):
+def test_trailing_whitespace_check_flags_every_line(tmp_path):
     from harness import series
 
     f = tmp_path / "0001-x.patch"
     f.write_text("Subject: [PATCH] x \n\nwhy\n---\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n"
                  "@@ -1,3 +1,3 @@\n * upstream \n \n-old \n+new \n")
     assert series.trailing_whitespace(f) == ["0001-x.patch:1", "0001-x.patch:9",
-                                             "0001-x.patch:10", "0001-x.patch:12"]
+                                             "0001-x.patch:10", "0001-x.patch:11",
+                                             "0001-x.patch:12"]
 
 
 def test_cover_letter_maintainer_block_round_trip():
