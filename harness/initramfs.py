@@ -59,7 +59,7 @@ class Cpio:
 HELPERS = ("srprobe", "srctl", "srread")     # guest-files/<name>.c, built static into bin/
 
 
-SCRIPTS = ("hotplug",)             # guest-files/<name>, copied to bin/sr<name>
+SCRIPTS = ("hotplug", "firstopen")           # guest-files/<name>, copied to bin/sr<name>
 
 
 def entries(busybox: bytes, helpers: dict[str, bytes], init: bytes,

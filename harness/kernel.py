@@ -2,7 +2,8 @@
 
   unpatched      srpart-base (the pristine tarball)
   srpart         branch with patches/<version>/ applied
-  sr-only        the series' first patch alone
+  sr-only        patches/naive-<version>/: sr drops GENHD_FL_NO_PART and
+                 nothing else (upstream parsers), what a naive patch gives
   srpart-module  srpart with CONFIG_BLK_DEV_SR=m and CONFIG_CDROM=m, in the
                  same object tree; sr_mod.ko and cdrom.ko go into an extra
                  initramfs archive, modules.cpio.gz. The switch rebuilds about
@@ -34,15 +35,22 @@ from . import kconfig, paths, source
 from .lock import locked
 from .errors import SrpartError
 
-# unpatched: srpart-base; srpart: the whole series; sr-only: its first patch
-# alone (sr.c scans, the parsers are upstream's) -- what a naive patch gives,
-# for docs/media.md and the tests that show why the parser patches exist.
+# unpatched: srpart-base; srpart: the whole series; sr-only: patches/naive-<v>/
+# (sr.c scans, the parsers are upstream's) -- what a naive patch gives, for
+# docs/media.md and the tests that show why the parser patches exist.
 VARIANTS = ("unpatched", "srpart", "sr-only", "srpart-module", "legacy", "srpart-debug")
 ON_DEMAND = ("srpart-debug",)     # not part of "all"
 REPORT_ONLY = ("sr-only", "legacy")   # only make media-report / abi-report boot these
 DEBUG_SUFFIX = "-debug"
 MODULE_SUFFIX = "-module"
 MODULE_CONFIG = {"CONFIG_BLK_DEV_SR": "m", "CONFIG_CDROM": "m"}   # sr selects cdrom
+
+# How the series' sr is built, for the tests that run on both: into the kernel
+# (the test kernel), or as modules (sr_mod.ko, cdrom.ko) as every distribution
+# kernel has them, loaded by the guest init with the command line's sr_mod.*
+# options, as udev would: (variant, extra kernel command line).
+SR_BUILDS = {"builtin": ("srpart", []),
+             "module": ("srpart-module", ["srpart.modprobe=sr_mod"])}
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,8 @@ def series_for(series: str, variant: str) -> str | None:
     """The patches/<dir> a variant applies, None for the pristine tree."""
     if variant == "unpatched":
         return None
+    if variant == "sr-only":
+        return f"naive-{series}"
     return f"legacy-{series}" if variant == "legacy" else series
 
 
@@ -145,7 +155,7 @@ def _ref_for(src: source.KernelSource, series: str, variant: str) -> str:
     if variant == "srpart":
         return series
     if variant == "sr-only":
-        return source.first_commit(src, "srpart-base", series)
+        return f"naive-{series}"
     raise SrpartError(f"unknown kernel variant {variant!r}: choose one of {', '.join(VARIANTS)}")
 
 

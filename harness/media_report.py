@@ -3,8 +3,8 @@
     /usr/bin/python3 -m harness.media_report [--kernel 6.1]     (make media-report)
 
 Boots every fixture kind as a CD, one drive each, under three kernels: the
-unpatched one, the series' first patch alone (sr scans, upstream parsers:
-what a naive patch gives) and the whole series, all with
+unpatched one, patches/naive-<kernel>/ (sr only drops GENHD_FL_NO_PART,
+upstream parsers: what a naive patch gives) and the whole series, all with
 sr_mod.partscan=1, and writes what each kernel printed for each drive and
 which partitions it created. Nothing in the table is typed by hand.
 """
@@ -20,7 +20,7 @@ from .errors import SrpartError
 from .vm import VM, boot_spec
 
 COLUMNS = (("unpatched", "unpatched 6.1"),
-           ("sr-only", "first patch only (sr scans; upstream parsers)"),
+           ("sr-only", "naive patch (sr scans; upstream parsers)"),
            ("srpart", "whole series"))
 DOC = paths.ROOT / "docs" / "media.md"
 

@@ -172,14 +172,6 @@ def git_out(src: KernelSource, *args: str) -> str:
     return _git(src.tree, *args).stdout
 
 
-def first_commit(src: KernelSource, base: str, branch: str) -> str:
-    """The first commit on `branch` after `base`."""
-    revs = _git(src.tree, "rev-list", "--reverse", f"{base}..{branch}").stdout.split()
-    if not revs:
-        raise SrpartError(f"branch {branch} of {src.tree} has no commits after {base}")
-    return revs[0]
-
-
 def tree_id(src: KernelSource, ref: str) -> str:
     """The git tree `ref` holds: what a kernel built from it depends on."""
     return _git(src.tree, "rev-parse", f"{ref}^{{tree}}").stdout.strip()

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness import initramfs, packages  # noqa: E402
+from harness.kernel import SR_BUILDS  # noqa: E402
 from harness.vm import VM, boot_spec  # noqa: E402
 
 # Every VM test runs on each kernel: test ids carry it ([6.1-...], [6.12-...]),
@@ -55,13 +56,22 @@ def boot(initrd, kernel_series):
     return start
 
 
+@pytest.fixture(scope="session", params=list(SR_BUILDS))
+def sr_build(request) -> str:
+    """"builtin" or "module": every test that boots through partscan_on or lvm runs on both."""
+    return request.param
+
+
 @pytest.fixture(scope="session")
-def partscan_on(boot):
-    """partscan_on(images, name) -> the srpart kernel with sr_mod.partscan=1 and one
-    scsi-cd per fixture image; use it as a context manager (`with ... as vm`), which
-    stops the VM and checks its log on the way out."""
+def partscan_on(boot, sr_build):
+    """partscan_on(images, name) -> the srpart kernel (sr built in or as modules, see
+    SR_BUILDS) with sr_mod.partscan=1 and one scsi-cd per fixture image; use it as a
+    context manager (`with ... as vm`), which stops the VM and checks its log on the
+    way out."""
+    variant, extra = SR_BUILDS[sr_build]
 
     def make(images, name: str) -> VM:
-        return boot("srpart", [i.path for i in images], ["sr_mod.partscan=1"], name)
+        return boot(variant, [i.path for i in images], ["sr_mod.partscan=1", *extra],
+                    f"{name}-{sr_build}")
 
     return make

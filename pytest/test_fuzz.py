@@ -3,7 +3,8 @@
 48 damaged images (seed 20261203: every table kind, the first mutations)
 in 3 VMs of 8 drives: the first 8 images are parsed at probe, the next 8
 after a media swap over QMP, as `make fuzz` does. Plus the reproducer of
-the GPT size wrap patch 0007 fixes (seed 1, case 37). Invariants: no bad
+the GPT size wrap patches 0001-0002 fix (seed 1, case 37), on sr and,
+against the unpatched kernel, on sd. Invariants: no bad
 pattern in the kernel log (the harness fails the VM), every partition
 inside its medium and 2048-aligned, on the extended major, whole disks at
 11,K. The full run, under the sanitizer kernel with a kmemleak scan, is
@@ -14,7 +15,8 @@ from __future__ import annotations
 import pytest
 
 from fixtures import fuzz
-from harness import fuzz_run, paths
+from harness import fuzz_run, guest, paths
+from harness.kernel import SR_BUILDS
 
 pytestmark = pytest.mark.vm
 
@@ -26,22 +28,46 @@ BATCHES = [pytest.param(b, id=f"batch{b}", marks=pytest.mark.xdist_group(f"fuzz-
 
 
 @pytest.mark.parametrize("batch", BATCHES)
-def test_malformed_media_keep_the_invariants(boot, batch):
+def test_malformed_media_keep_the_invariants(boot, sr_build, batch):
     cases = [fuzz.case(SEED, i, paths.BUILD / "fuzz" / str(SEED))
              for i in range(batch * PER_VM, (batch + 1) * PER_VM)]
     first = cases[:fuzz_run.PER_VM]
-    with boot("srpart", [c.path for c in first], ["sr_mod.partscan=1"], f"fuzz-{batch}",
-              qmp=True) as vm:
+    variant, extra = SR_BUILDS[sr_build]
+    with boot(variant, [c.path for c in first], ["sr_mod.partscan=1", *extra],
+              f"fuzz-{batch}-{sr_build}", qmp=True) as vm:
         res = fuzz_run.fuzz_vm(vm, cases)
     assert not res.failures, [f"seed {SEED}, cases {b[0].index}-{b[-1].index}: {p}"
                               for b, p in res.failures]
     assert res.processed == len(cases)
 
 
-def test_gpt_entry_ending_before_its_start_is_ignored(boot):
-    """Seed 1, case 37: before patch 0007 this made sr0p3 nearly 2^64 sectors long."""
+def _wrap_case():
     c = fuzz.case(1, 37, paths.BUILD / "fuzz" / "1")
     assert (c.kind, c.mutation) == ("gpt2048", "near-2^64")
-    with boot("srpart", [c.path], ["sr_mod.partscan=1"], "fuzz-gpt-wrap") as vm:
+    return c
+
+
+def test_gpt_entry_ending_before_its_start_is_ignored(boot, sr_build):
+    """Seed 1, case 37: without patches 0001-0002 this made sr0p3 nearly 2^64 sectors long."""
+    c = _wrap_case()
+    variant, extra = SR_BUILDS[sr_build]
+    with boot(variant, [c.path], ["sr_mod.partscan=1", *extra], f"fuzz-gpt-wrap-{sr_build}") as vm:
         _, problems = fuzz_run.check_batch(vm, 1)
     assert not problems
+
+
+@pytest.mark.parametrize("variant", ["unpatched", "srpart"])
+def test_gpt_size_wrap_on_a_scsi_disk(boot, variant):
+    """The same GPT on sd with 2048-byte blocks, which scans partitions without the
+    series: the unpatched kernel creates a partition far larger than the disk (the bug
+    patches 0001-0002 fix for every disk, hence Cc: stable), the series does not."""
+    c = _wrap_case()
+    with boot(variant, [c.path], [], f"gpt-wrap-sd-{variant}", "scsi-hd", 2048) as vm:
+        disk = int(vm.check("cat /sys/block/sda/size"))
+        parts = guest.parse_sys_partitions(vm.check(guest.partitions_cmd("sd")))
+    assert parts, "no partitions on sda: the case no longer reaches the GPT parser"
+    huge = [p for p in parts if p.start + p.size > disk]
+    if variant == "unpatched":
+        assert [p.size for p in huge] == [2**64 - 4], parts
+    else:
+        assert huge == [], parts

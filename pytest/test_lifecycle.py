@@ -12,6 +12,7 @@ import pytest
 from fixtures import catalog
 from harness import guest, oracle
 from harness.vm import VM
+from harness.kernel import SR_BUILDS
 
 pytestmark = pytest.mark.vm
 
@@ -39,20 +40,43 @@ def _ext_minors(vm: VM) -> int:
     return int(vm.check("ls /sys/dev/block | grep -c '^259:' || true").strip() or 0)
 
 
-@pytest.fixture
-def lvm(boot, request):
-    """lvm(images, cmdline) -> a started VM with QMP, stopped after the test."""
+def _vm_factory(boot, request, build: str | None):
+    """start(images, cmdline[, variant]) -> a started VM with QMP; stop_all() after the test.
+    Without a variant, sr is built as `build` says (kernel.SR_BUILDS)."""
     started = []
 
-    def start(images, cmdline, variant="srpart"):
-        vm = boot(variant, images, cmdline, f"life-{request.node.name}", qmp=True)
+    def start(images, cmdline, variant=None):
+        extra = []
+        if variant is None:
+            variant, extra = SR_BUILDS[build]
+        vm = boot(variant, images, [*cmdline, *extra],
+                  f"life-{request.node.name}-{len(started)}", qmp=True)
         vm.start()
         started.append(vm)
         return vm
 
+    def stop_all():
+        for vm in started:
+            vm.stop()
+
+    return start, stop_all
+
+
+@pytest.fixture
+def lvm(boot, request, sr_build):
+    """lvm(images, cmdline) -> a started VM with QMP, sr built in or as modules
+    (every test that uses it runs on both), stopped after the test."""
+    start, stop_all = _vm_factory(boot, request, sr_build)
     yield start
-    for vm in started:
-        vm.stop()
+    stop_all()
+
+
+@pytest.fixture
+def lvm_explicit(boot, request):
+    """Like lvm, for tests that compare the builds themselves: the variant is always given."""
+    start, stop_all = _vm_factory(boot, request, None)
+    yield start
+    stop_all()
 
 
 def _reprobe_with_tray_open(vm: VM, dev: str = "cd0", k: int = 0) -> None:
@@ -191,14 +215,14 @@ def _view(vm: VM) -> list[tuple[str, str, int, int]]:
 
 
 @pytest.mark.parametrize("value", ["1", "0"])
-def test_module_parameter_matches_builtin(lvm, value):
+def test_module_parameter_matches_builtin(lvm_explicit, value):
     """modprobe sr_mod partscan=V gives what the built-in sr gives with sr_mod.partscan=V;
     rmmod with no partition open frees every disk, partition and extended minor."""
     images = [_img("mbr2048").path, _img("sun-xorriso").path, None]
-    builtin = lvm(images, [f"sr_mod.partscan={value}"])
+    builtin = lvm_explicit(images, [f"sr_mod.partscan={value}"], variant="srpart")
     builtin.check("srprobe /dev/sr0 /dev/sr1 /dev/sr2")
     want = _view(builtin)
-    vm = lvm(images, [], variant="srpart-module")
+    vm = lvm_explicit(images, [], variant="srpart-module")
     assert vm.check("ls /sys/block | grep -c '^sr' || true").strip() == "0"
     vm.check(f"modprobe sr_mod partscan={value}")
     vm.check(guest.wait_cmd("[ -e /sys/block/sr2 ]"))
@@ -219,3 +243,30 @@ def test_partscan_off_refuses_rereadpt_and_blkpg(lvm):
     assert vm.run("srctl rereadpt /dev/sr0").output.strip() == "EINVAL"
     assert vm.run(f"srctl addpart /dev/sr0 {n} {start} {size}").output.strip() == "EINVAL"
     assert _parts(vm) == []
+
+
+ADDS = 100
+
+
+def test_partitions_exist_when_the_add_uevent_arrives(lvm):
+    """Hot-plug a drive ADDS times with a uevent helper that, like udev, looks at the new
+    disk and opens it the moment its add uevent arrives: the partitions must already be
+    there at the uevent (as for every other disk: device_add_disk() scans before it
+    announces), and still there after the open. A scan deferred to the first open, or an
+    open racing with it, shows up as a count of 0 at the uevent or after the open."""
+    first, plugged = _img("sun-xorriso"), _img("mbr2048")
+    vm = lvm([first.path], ON)
+    want = _want(plugged)
+    vm.check("echo /bin/srfirstopen > /sys/kernel/uevent_helper")
+    bad = []
+    for i in range(1, ADDS + 1):
+        vm.qmp.add_cd("hot1", plugged.path, scsi_id=1)
+        vm.check(guest.wait_cmd(f"[ $(grep -c '^sr1 ' /tmp/firstopen.log) -ge {i} ]"))
+        name, _, at_add, after_open = vm.check("grep '^sr1 ' /tmp/firstopen.log | tail -n 1").split()
+        got = _parts(vm, 1)
+        if (int(at_add), int(after_open), got) != (len(want), len(want), want):
+            bad.append(f"add {i}: {at_add} partitions at the uevent, {after_open} after the open, "
+                       f"then {got}")
+        vm.qmp.del_device("hot1")
+        vm.check(guest.wait_cmd("[ ! -e /sys/block/sr1 ]"))
+    assert not bad, f"{len(bad)} of {ADDS} adds:\n" + "\n".join(bad[:10])

@@ -114,3 +114,12 @@ def test_bench_disc_has_one_64_mib_partition_at_1_mib(tmp_path):
         a = fh.read(1 << 20)
         b = fh.read(1 << 20)
     assert a != b and a[8:] == b[8:] and a.count(0) < len(a) // 100
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fstype_table_matches_the_images(kind):
+    """catalog.FSTYPES (what the media tests parametrize over) says what the images hold."""
+    img = catalog.image(kind, catalog.drive_label(0, kind))
+    have = {d.fstype for d in img.data}
+    assert have <= set(catalog.FSTYPES.get(kind, ("ext2", "ext4")))
+    assert ("vfat" in have) == catalog.image_kind_has(kind, "vfat")

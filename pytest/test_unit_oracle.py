@@ -90,11 +90,12 @@ def test_mbr_extended_partition_is_a_one_block_stub(tmp_path):
     assert oracle.sfdisk_json(img, "dos") == [oracle.Part(1, 2048, 4), oracle.Part(5, 4096, 2048)]
 
 
-def test_partition_beyond_the_image_is_an_oracle_error(tmp_path):
+def test_partitions_beyond_the_image_follow_upstreams_eod_rule(tmp_path):
+    """An entry that extends beyond the disc is truncated to it, one that starts
+    beyond it is left out (blk_add_partition), computed without the kernel."""
     img = tmp_path / "m.img"
-    _mbr_image(img, [(512, 4000)], 1024, 2048)      # ends at block 4512 of 1024
-    with pytest.raises(SrpartError, match="beyond the image"):
-        oracle.expected("mbr2048", img)
+    _mbr_image(img, [(512, 4000), (2000, 10)], 1024, 2048)    # a disc of 1024 blocks
+    assert oracle.expected("mbr2048", img).parts == [oracle.Part(1, 2048, 4096 - 2048)]
 
 
 def test_unknown_table_kind():
