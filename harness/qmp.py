@@ -14,6 +14,9 @@ from pathlib import Path
 from .errors import SrpartError
 
 
+SUN_PATH_MAX = 108       # sizeof(sockaddr_un.sun_path) on Linux, with its NUL
+
+
 class QmpError(SrpartError):
     pass
 
@@ -21,6 +24,9 @@ class QmpError(SrpartError):
 class QMP:
     def __init__(self, path: Path, timeout: float = 10.0) -> None:
         self.path = Path(path)
+        if len(bytes(self.path)) >= SUN_PATH_MAX:
+            raise QmpError(f"QMP socket path is {len(bytes(self.path))} bytes, a Unix socket "
+                           f"takes at most {SUN_PATH_MAX - 1}: {self.path}")
         self.events: list[dict] = []
         self._buf = b""
         deadline = time.monotonic() + timeout

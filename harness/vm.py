@@ -8,6 +8,8 @@ Every VM's serial log is kept in build/logs/<name>.log.
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +72,16 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:120] or "vm"
 
 
+def qmp_socket_path() -> Path:
+    """A fresh private directory for one VM's QMP socket, outside the checkout.
+
+    A Unix socket path must fit sun_path (108 bytes on Linux). Under
+    build/run/ it carried the checkout's depth and the test's name, and CI's
+    clone at a longer path went over; the socket's place never mattered to
+    anyone, only the logs under build/logs/ do."""
+    return Path(tempfile.mkdtemp(prefix="srpart-qmp-")) / "qmp"
+
+
 class VM:
     def __init__(self, spec: BootSpec, name: str) -> None:
         self.spec = spec
@@ -79,7 +91,7 @@ class VM:
         self.child = None
         self.console: Console | None = None
         self.qmp: QMP | None = None
-        self.qmp_socket = paths.BUILD / "run" / f"{self.name}.qmp"
+        self.qmp_socket: Path | None = None     # set by start() when the spec wants QMP
         self.boot_seconds: float | None = None
         self.total_seconds: float | None = None
         self._t0 = 0.0
@@ -94,18 +106,21 @@ class VM:
         self.log.unlink(missing_ok=True)
         sock = None
         if self.spec.qmp or self.spec.paused:
-            sock = self.qmp_socket
-            sock.parent.mkdir(parents=True, exist_ok=True)
-            sock.unlink(missing_ok=True)
-        argv = self.spec.config(self.log, sock).argv()
-        logfh = open(self.cmd_log, "w", encoding="utf-8", errors="replace", buffering=1)
-        logfh.write("# " + " ".join(argv) + "\n")
-        self._t0 = time.monotonic()
-        self.child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8", codec_errors="replace",
-                                   timeout=30, maxread=65536, searchwindowsize=None)
-        self.child.logfile_read = logfh
-        self.console = Console(self.child, self.log, self.cmd_log)
+            sock = self.qmp_socket = qmp_socket_path()
         try:
+            argv = self.spec.config(self.log, sock).argv()
+            logfh = open(self.cmd_log, "w", encoding="utf-8", errors="replace", buffering=1)
+            logfh.write("# " + " ".join(argv) + "\n")
+            self._t0 = time.monotonic()
+            try:
+                self.child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8",
+                                           codec_errors="replace", timeout=30, maxread=65536,
+                                           searchwindowsize=None)
+            except BaseException:
+                logfh.close()
+                raise
+            self.child.logfile_read = logfh
+            self.console = Console(self.child, self.log, self.cmd_log)
             if sock:
                 self.qmp = QMP(sock)
             if self.spec.paused:
@@ -113,7 +128,7 @@ class VM:
                     prepare(self.qmp)
                 self.qmp.cmd("cont")
             self.console.wait_ready(BOOT_TIMEOUT)
-        except (GuestError, SrpartError):
+        except BaseException:
             self._kill()
             raise
         self.boot_seconds = time.monotonic() - self._t0
@@ -145,6 +160,9 @@ class VM:
         if self.qmp is not None:
             self.qmp.close()
             self.qmp = None
+        if self.qmp_socket is not None:
+            shutil.rmtree(self.qmp_socket.parent, ignore_errors=True)
+            self.qmp_socket = None
         if self.child is not None:
             if self.child.isalive():
                 self.child.terminate(force=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import guest, initramfs, kconfig, qemu
+from harness import guest, initramfs, kconfig, paths, qemu, vm
 from harness.errors import SrpartError
 
 DATA = Path(__file__).parent / "data"
@@ -43,6 +43,40 @@ def test_qemu_empty_drive_has_no_medium():
     a = argv_of(drives=[qemu.Drive(None)])
     assert "-blockdev" not in a
     assert any(x.startswith("scsi-cd,") and "drive=" not in x for x in a)
+
+
+def test_qmp_socket_fits_a_unix_socket_from_any_checkout(tmp_path, monkeypatch):
+    # CI clones to a longer path than a developer's checkout; a socket under
+    # build/run/ named after the test went over sun_path's 108 bytes there.
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    monkeypatch.setattr(paths, "BUILD", deep)
+    monkeypatch.setattr(paths, "LOGS", deep / "logs")
+    monkeypatch.setattr(qemu, "require_qemu", lambda: None)
+    seen: list[list[str]] = []
+
+    class Spawned(Exception):
+        pass
+
+    def spawn(cmd, args, **kw):
+        seen.append([cmd, *args])
+        raise Spawned()
+
+    import pexpect
+    monkeypatch.setattr(pexpect, "spawn", spawn)
+    spec = vm.BootSpec(Path("/k"), Path("/i"), qmp=True)
+    machine = vm.VM(spec, "life-" + "x" * 200)
+    with pytest.raises(Spawned):
+        machine.start()
+    argv = seen[0]
+    sock = argv[argv.index("-qmp") + 1].removeprefix("unix:").split(",")[0]
+    assert len(sock.encode()) < 108, sock
+    assert not Path(sock).parent.exists(), "a failed start leaves its socket directory behind"
+
+
+def test_qmp_refuses_a_path_too_long_for_a_socket_in_one_line():
+    from harness.qmp import QMP, QmpError
+    with pytest.raises(QmpError, match="at most 107"):
+        QMP(Path("/" + "p" * 200))
 
 
 def test_kvm_only_with_vmx_or_svm(tmp_path):
