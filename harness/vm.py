@@ -7,6 +7,8 @@ Every VM's serial log is kept in build/logs/<name>.log.
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 import shutil
 import tempfile
@@ -18,6 +20,7 @@ from typing import Callable
 from . import paths, qemu
 from .console import Console, GuestError, Result
 from .errors import SrpartError
+from .lock import locked
 from .qmp import QMP
 
 BOOT_TIMEOUT = 120.0     # TCG on a loaded CI machine; a normal boot takes ~2 s
@@ -46,24 +49,37 @@ class BootSpec:
                                qmp_socket=qmp_socket, paused=self.paused)
 
 
-def boot_spec(series: str, variant: str, images: list[Path | None], cmdline: list[str],
+def _with_modules(initrd: Path, modules: Path) -> Path:
+    """base initramfs + the kernel's lib/modules archive, next to the latter. Another
+    xdist worker's QEMU may be reading the file: write a new one and rename it over,
+    under the same lock, never rewrite it in place."""
+    both = modules.parent / "initrd.cpio.gz"
+    with locked(modules.parent / ".initrd.lock"):
+        data = initrd.read_bytes() + modules.read_bytes()
+        if not both.exists() or both.read_bytes() != data:
+            tmp = both.with_name(f".{both.name}.{os.getpid()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, both)
+    return both
+
+
+def boot_spec(series: str, variant: str, images: list[Path | qemu.Drive | None],
+              cmdline: list[str],
               accel: str | None = None, drive_kind: str = "scsi-cd",
               block_size: int | None = None, qmp: bool = False, paused: bool = False
               ) -> BootSpec:
     """The usual spec: a built kernel variant, the initramfs, one drive per image
-    (a scsi-cd, or a scsi-hd to show what a non-CD disk makes of the same bytes)."""
+    (a scsi-cd, or a scsi-hd to show what a non-CD disk makes of the same bytes);
+    an image given as a qemu.Drive is used as it is."""
     from . import initramfs, kernel
 
     k = kernel.build(series, variant, quiet=True)
     initrd = initramfs.build()
     if k.modules:   # the kernel reads concatenated archives: base + lib/modules
-        both = k.modules.parent / "initrd.cpio.gz"
-        data = initrd.read_bytes() + k.modules.read_bytes()
-        if not both.exists() or both.read_bytes() != data:
-            both.write_bytes(data)
-        initrd = both
+        initrd = _with_modules(initrd, k.modules)
     return BootSpec(kernel=k.bzimage, initrd=initrd,
-                    drives=[qemu.Drive(Path(i).resolve() if i else None, drive_kind, block_size)
+                    drives=[i if isinstance(i, qemu.Drive) else
+                            qemu.Drive(Path(i).resolve() if i else None, drive_kind, block_size)
                             for i in images],
                     cmdline=list(cmdline), accel=accel, qmp=qmp, paused=paused)
 
@@ -92,6 +108,7 @@ class VM:
         self.console: Console | None = None
         self.qmp: QMP | None = None
         self.qmp_socket: Path | None = None     # set by start() when the spec wants QMP
+        self._name_lock = None                  # held while running, see _claim_name()
         self.boot_seconds: float | None = None
         self.total_seconds: float | None = None
         self._t0 = 0.0
@@ -103,11 +120,12 @@ class VM:
 
         qemu.require_qemu()
         paths.LOGS.mkdir(parents=True, exist_ok=True)
-        self.log.unlink(missing_ok=True)
-        sock = None
-        if self.spec.qmp or self.spec.paused:
-            sock = self.qmp_socket = qmp_socket_path()
+        self._claim_name()
         try:
+            self.log.unlink(missing_ok=True)
+            sock = None
+            if self.spec.qmp or self.spec.paused:
+                sock = self.qmp_socket = qmp_socket_path()
             argv = self.spec.config(self.log, sock).argv()
             logfh = open(self.cmd_log, "w", encoding="utf-8", errors="replace", buffering=1)
             logfh.write("# " + " ".join(argv) + "\n")
@@ -156,6 +174,19 @@ class VM:
             self.total_seconds = time.monotonic() - self._t0
             self._kill()
 
+    def _claim_name(self) -> None:
+        """Hold build/logs/.<name>.running while the VM runs: a second VM of the same
+        name (in this process or another) would delete this one's kernel log and
+        truncate its command log, so it is refused."""
+        fh = open(paths.LOGS / f".{self.name}.running", "a")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            raise SrpartError(f"a VM named {self.name} is already running: "
+                              "VM names must be unique (they name the logs)") from None
+        self._name_lock = fh
+
     def _kill(self) -> None:
         if self.qmp is not None:
             self.qmp.close()
@@ -163,6 +194,9 @@ class VM:
         if self.qmp_socket is not None:
             shutil.rmtree(self.qmp_socket.parent, ignore_errors=True)
             self.qmp_socket = None
+        if self._name_lock is not None:
+            self._name_lock.close()        # releases the flock
+            self._name_lock = None
         if self.child is not None:
             if self.child.isalive():
                 self.child.terminate(force=True)

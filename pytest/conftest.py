@@ -75,3 +75,42 @@ def partscan_on(boot, sr_build):
                     f"{name}-{sr_build}")
 
     return make
+
+
+def _vm_factory(boot, request, build: str | None):
+    """start(images, cmdline[, variant]) -> a started VM with QMP; stop_all() after the test.
+    Without a variant, sr is built as `build` says (kernel.SR_BUILDS)."""
+    started = []
+
+    def start(images, cmdline, variant=None):
+        extra = []
+        if variant is None:
+            variant, extra = SR_BUILDS[build]
+        vm = boot(variant, images, [*cmdline, *extra],
+                  f"life-{request.node.name}-{len(started)}", qmp=True)
+        vm.start()
+        started.append(vm)
+        return vm
+
+    def stop_all():
+        for vm in started:
+            vm.stop()
+
+    return start, stop_all
+
+
+@pytest.fixture
+def lvm(boot, request, sr_build):
+    """lvm(images, cmdline) -> a started VM with QMP, sr built in or as modules
+    (every test that uses it runs on both), stopped after the test."""
+    start, stop_all = _vm_factory(boot, request, sr_build)
+    yield start
+    stop_all()
+
+
+@pytest.fixture
+def lvm_explicit(boot, request):
+    """Like lvm, for tests that compare the builds themselves: the variant is always given."""
+    start, stop_all = _vm_factory(boot, request, None)
+    yield start
+    stop_all()

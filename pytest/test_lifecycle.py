@@ -12,7 +12,6 @@ import pytest
 from fixtures import catalog
 from harness import guest, oracle
 from harness.vm import VM
-from harness.kernel import SR_BUILDS
 
 pytestmark = pytest.mark.vm
 
@@ -38,45 +37,6 @@ def _noise(vm: VM) -> list[str]:
 
 def _ext_minors(vm: VM) -> int:
     return int(vm.check("ls /sys/dev/block | grep -c '^259:' || true").strip() or 0)
-
-
-def _vm_factory(boot, request, build: str | None):
-    """start(images, cmdline[, variant]) -> a started VM with QMP; stop_all() after the test.
-    Without a variant, sr is built as `build` says (kernel.SR_BUILDS)."""
-    started = []
-
-    def start(images, cmdline, variant=None):
-        extra = []
-        if variant is None:
-            variant, extra = SR_BUILDS[build]
-        vm = boot(variant, images, [*cmdline, *extra],
-                  f"life-{request.node.name}-{len(started)}", qmp=True)
-        vm.start()
-        started.append(vm)
-        return vm
-
-    def stop_all():
-        for vm in started:
-            vm.stop()
-
-    return start, stop_all
-
-
-@pytest.fixture
-def lvm(boot, request, sr_build):
-    """lvm(images, cmdline) -> a started VM with QMP, sr built in or as modules
-    (every test that uses it runs on both), stopped after the test."""
-    start, stop_all = _vm_factory(boot, request, sr_build)
-    yield start
-    stop_all()
-
-
-@pytest.fixture
-def lvm_explicit(boot, request):
-    """Like lvm, for tests that compare the builds themselves: the variant is always given."""
-    start, stop_all = _vm_factory(boot, request, None)
-    yield start
-    stop_all()
 
 
 def _reprobe_with_tray_open(vm: VM, dev: str = "cd0", k: int = 0) -> None:

@@ -73,6 +73,34 @@ def test_qmp_socket_fits_a_unix_socket_from_any_checkout(tmp_path, monkeypatch):
     assert not Path(sock).parent.exists(), "a failed start leaves its socket directory behind"
 
 
+def test_a_vm_name_that_is_running_is_refused(tmp_path, monkeypatch):
+    # a second VM of the same name would delete the first's kernel log
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(qemu, "require_qemu", lambda: None)
+    spec = vm.BootSpec(Path("/k"), Path("/i"))
+    seen: list[str] = []
+
+    class Spawned(Exception):
+        pass
+
+    def spawn(cmd, args, **kw):
+        # the first VM is starting: a second of the same name must be refused
+        if not seen:
+            seen.append("first")
+            with pytest.raises(SrpartError, match="already running"):
+                vm.VM(spec, "same").start()
+            seen.append("refused")
+        raise Spawned()
+
+    import pexpect
+    monkeypatch.setattr(pexpect, "spawn", spawn)
+    with pytest.raises(Spawned):
+        vm.VM(spec, "same").start()
+    assert seen == ["first", "refused"]
+    with pytest.raises(Spawned):          # the name is free again once the first is gone
+        vm.VM(spec, "same").start()
+
+
 def test_qmp_refuses_a_path_too_long_for_a_socket_in_one_line():
     from harness.qmp import QMP, QmpError
     with pytest.raises(QmpError, match="at most 107"):
@@ -143,7 +171,11 @@ def test_debug_variant_adds_the_sanitizers_to_the_fragment():
     base = kernel.requested_config("srpart").options
     debug = kernel.requested_config("srpart-debug").options
     assert debug["CONFIG_KASAN"] == "y" and debug["CONFIG_PROVE_LOCKING"] == "y"
-    assert all(debug[k] == v for k, v in base.items() if k not in debug or k != "CONFIG_SLOB")
+    # every option of the plain fragment is there, with its value, unless the
+    # debug fragment sets it itself (then the debug fragment's value wins)
+    extra = kconfig.Kconfig.read(kernel.paths.ROOT / "Kconfig.debug.fragment").options
+    for k, v in base.items():
+        assert debug[k] == (extra[k] if k in extra else v), k
     assert "srpart-debug" not in kernel.available("6.1")
 
 
