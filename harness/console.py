@@ -50,6 +50,7 @@ class Spawned(Protocol):   # the subset of pexpect.spawn the console uses
     match: object
 
     def sendline(self, s: str) -> int: ...
+    def isalive(self) -> bool: ...
     def expect(self, pattern: object, timeout: float | None = ...) -> int: ...
 
 
@@ -104,7 +105,7 @@ class Console:
         self._eof = pexpect.EOF
         self._timeout = pexpect.TIMEOUT
         self._seen = 0        # bytes of the kernel log already checked
-        self._carry = ""      # last partial line, checked again with what follows
+        self._carry = b""     # last partial line, checked again with what follows
         self.nudges = 0
 
     def _fail(self, why: str) -> GuestError:
@@ -114,14 +115,17 @@ class Console:
         """Fail if the kernel printed a bad pattern since the last check."""
         if not self.log or not self.log.exists():
             return
+        # Offsets and the carried partial line are bytes: decoding first and
+        # counting re-encoded text would shift the offset at every invalid
+        # byte, and the next scan would start mid-line ("BUG:" read as "G:").
         with open(self.log, "rb") as fh:
             fh.seek(self._seen)
-            new = fh.read().decode("utf-8", "replace")
-        self._seen += len(new.encode("utf-8", "replace"))
-        text = self._carry + new
-        cut = text.rfind("\n") + 1
-        self._carry = text[cut:] if not final else ""
-        bad = find_bad(text if final else text[:cut])
+            new = fh.read()
+        self._seen += len(new)
+        data = self._carry + new
+        cut = len(data) if final else data.rfind(b"\n") + 1
+        self._carry = data[cut:]
+        bad = find_bad(data[:cut].decode("utf-8", "replace"))
         if bad:
             raise self._fail(f"kernel printed a bad pattern ({bad})")
 
@@ -129,7 +133,7 @@ class Console:
         """Wait for `pattern` on the channel; fail on EOF, timeout or a bad kernel log."""
         i = self.child.expect([pattern, self._eof, self._timeout], timeout=timeout)
         if i == 1:
-            time.sleep(0.2)   # let QEMU's file backend finish the kernel log
+            self._wait_for_qemu()   # its file backend has written the whole kernel log
             self.check_kernel_log(final=True)
             raise self._fail(f"guest exited while waiting for {pattern!r}")
         self.check_kernel_log()
@@ -137,6 +141,12 @@ class Console:
             raise GuestTimeout(f"timeout after {timeout:g} s waiting for {pattern!r}; kernel log "
                                f"{self.log}:\n{log_tail(self.log)}")
         return self.child.match  # type: ignore[return-value]
+
+    def _wait_for_qemu(self, timeout: float = 10.0) -> None:
+        """After EOF on the channel: wait until the QEMU process has exited."""
+        deadline = time.monotonic() + timeout
+        while self.child.isalive() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def wait_ready(self, timeout: float) -> None:
         self.expect(re.escape(READY) + r"\r*\n", timeout)
@@ -148,6 +158,7 @@ class Console:
             if time.monotonic() > deadline:
                 raise self._fail("guest did not power off")
             self.child.sendline("")
+        self._wait_for_qemu()
         self.check_kernel_log(final=True)
 
     def run(self, command: str, timeout: float = 30) -> Result:

@@ -84,6 +84,19 @@ def test_kernel_log_is_checked_incrementally_and_across_partial_lines(tmp_path):
         con.check_kernel_log()
 
 
+def test_an_invalid_byte_does_not_shift_the_next_scan(tmp_path):
+    # the log offset is in bytes: counting decoded text re-encoded, two invalid
+    # bytes (6 once replaced) moved the next scan 4 bytes, past "BUG:"
+    log = tmp_path / "kernel.log"
+    log.write_bytes(b"[    1.0] serial noise \xff\xfe\n")
+    con = console.Console(FakeChild([]), log)
+    con.check_kernel_log()
+    with open(log, "ab") as fh:
+        fh.write(b"BUG: unable to handle page fault\n")
+    with pytest.raises(console.GuestError, match=r"\(BUG\)"):
+        con.check_kernel_log()
+
+
 def test_timeout_is_reported_with_the_log_tail(tmp_path):
     log = tmp_path / "kernel.log"
     log.write_text((DATA / "kernel-clean.log").read_text())
