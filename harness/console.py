@@ -15,7 +15,8 @@ from typing import Protocol
 
 from .errors import SrpartError
 
-READY = "@@SRPART-READY@@"
+# The guest init's READY line: drives and disks probed / wanted
+READY = re.compile(r"@@SRPART-READY sr=(\d+)/(\d+) sd=(\d+)/(\d+)@@\r*\n")
 MARKER = re.compile(r"@@SRPART-RC (\d+) ([0-9a-f]+)@@\r*\n")
 # N_TTY's canonical-mode line buffer holds 4096 bytes with the newline:
 # a longer line is cut and the shell waits for the rest of it forever.
@@ -149,7 +150,13 @@ class Console:
             time.sleep(0.01)
 
     def wait_ready(self, timeout: float) -> None:
-        self.expect(re.escape(READY) + r"\r*\n", timeout)
+        """Wait for init's READY; fail in one line when it saw fewer drives than asked."""
+        m = self.expect(READY.pattern, timeout)
+        sr, want_sr, sd, want_sd = (int(g) for g in m.groups())
+        if sr < want_sr or sd < want_sd:
+            raise GuestError(f"the guest probed {sr} of {want_sr} CD drives and {sd} of "
+                             f"{want_sd} disks before init gave up waiting (90 s); kernel log "
+                             f"{self.log}")
 
     def wait_exit(self, timeout: float) -> None:
         """Wait for QEMU to exit (after `reboot -f`), nudging like run() does."""

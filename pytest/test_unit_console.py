@@ -119,3 +119,17 @@ def test_bad_patterns(text, name):
 
 def test_clean_log_has_no_bad_pattern():
     assert console.find_bad((DATA / "kernel-clean.log").read_text()) is None
+
+
+@pytest.mark.parametrize("line,short", [("@@SRPART-READY sr=8/8 sd=1/1@@\r\n", False),
+                                        ("@@SRPART-READY sr=7/8 sd=1/1@@\r\n", True),
+                                        ("@@SRPART-READY sr=2/2 sd=0/3@@\n", True)])
+def test_ready_fails_when_the_guest_probed_fewer_drives(tmp_path, line, short):
+    child = FakeChild([])
+    child.buffer = line
+    con = console.Console(child, tmp_path / "none.log")
+    if short:
+        with pytest.raises(console.GuestError, match=r"the guest probed \d+ of \d+ CD drives"):
+            con.wait_ready(1)
+    else:
+        con.wait_ready(1)
