@@ -41,6 +41,15 @@ class Drive:
     image: Path | None          # None: an empty CD drive
     kind: str = "scsi-cd"
     block_size: int | None = None   # a scsi-hd's logical (and physical) block size
+    read_errors: tuple[int, ...] = ()   # 512-byte sectors whose reads fail with EIO (blkdebug)
+
+
+def _blkdebug_rules(sectors: tuple[int, ...]) -> str:
+    """blkdebug rules: every read request that touches one of `sectors` fails with EIO.
+    raw's reads raise the read_aio event on the node below it."""
+    return ",".join(f"inject-error.{n}.event=read_aio,inject-error.{n}.sector={s},"
+                    f"inject-error.{n}.errno=5,inject-error.{n}.once=off"
+                    for n, s in enumerate(sectors))
 
 
 @dataclass
@@ -76,8 +85,13 @@ class QemuConfig:
             argv += ["-device", "virtio-scsi-pci,id=scsi0"]
         for i, d in enumerate(self.drives):
             if d.image is not None:
-                argv += ["-blockdev", f"driver=file,node-name=file{i},filename={d.image},read-only=on",
-                         "-blockdev", f"driver=raw,node-name=drive{i},file=file{i},read-only=on"]
+                argv += ["-blockdev", f"driver=file,node-name=file{i},filename={d.image},read-only=on"]
+                below = f"file{i}"
+                if d.read_errors:
+                    argv += ["-blockdev", f"driver=blkdebug,node-name=dbg{i},image=file{i},"
+                                          f"read-only=on,{_blkdebug_rules(d.read_errors)}"]
+                    below = f"dbg{i}"
+                argv += ["-blockdev", f"driver=raw,node-name=drive{i},file={below},read-only=on"]
             dev = f"{d.kind},bus=scsi0.0,id={d.kind.replace('scsi-', '')}{i},channel=0,scsi-id={i},lun=0"
             if d.image is not None:
                 dev += f",drive=drive{i}"

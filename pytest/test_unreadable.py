@@ -1,0 +1,89 @@
+"""Unreadable media with partition scanning on (issue 11).
+
+A damaged disc, or an audio CD as a data read sees it, fails every read of its
+first blocks: QEMU's blkdebug fails each read that touches one of them. A
+zero-length medium has no blocks at all. Opening such a drive reads nothing on
+the unpatched kernel; with sr_mod.partscan=1 the partition scan would read the
+first blocks, and every failed read is logged. So, for the same boot and the
+same opens: no partition, no more kernel log lines than the unpatched kernel
+prints, no hang (every guest command has a timeout), and the next medium in the
+same drive is scanned as usual.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixtures import catalog
+from harness import guest, oracle, qemu
+from harness.vm import VM
+
+pytestmark = pytest.mark.vm
+
+# 512-byte sectors: the first of each 2048-byte block 0..15. blkdebug fails
+# every read request that touches one of them, so every read of those blocks.
+FIRST_BLOCKS = tuple(range(0, 64, 4))
+MARK = "srpart-unreadable-opens"
+ON = ["sr_mod.partscan=1"]
+
+
+def _img(kind: str):
+    return catalog.image(kind, catalog.drive_label(0, kind))
+
+
+def _parts(vm: VM, k: int) -> list[tuple[int, int, int]]:
+    return guest.drive_partitions(guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD)), k)
+
+
+def _want(img) -> list[tuple[int, int, int]]:
+    return [(p.number, p.start, p.size) for p in oracle.expected(img.table, img.path).parts]
+
+
+def _drives(tmp_path: Path) -> list[qemu.Drive]:
+    bad = qemu.Drive(_img("mbr2048").path.resolve(), read_errors=FIRST_BLOCKS)
+    empty = tmp_path / "zero-length.iso"
+    empty.write_bytes(b"")
+    return [bad, qemu.Drive(empty)]
+
+
+def _noise(lines: list[str]) -> list[str]:
+    return [ln for ln in lines if any(n in ln for n in guest.MEDIA_NOISE)]
+
+
+def _partscan_attr(vm: VM) -> str | None:
+    """/sys/block/srN/partscan of both drives (6.10 and later), None where absent."""
+    r = vm.run("cat /sys/block/sr0/partscan /sys/block/sr1/partscan")
+    return " ".join(r.output.split()) if r.status == 0 else None
+
+
+def _boot_and_open(vm: VM) -> tuple[list[str], list[str]]:
+    """(the boot's media noise, every kernel line the opens printed)."""
+    boot = _noise(vm.check("dmesg").splitlines())
+    vm.check(f"echo {MARK} > /dev/kmsg")
+    for _ in range(3):
+        vm.run("srprobe /dev/sr0 /dev/sr1")               # udev's O_NONBLOCK opens
+    vm.run(": < /dev/sr0; : < /dev/sr1")                  # blocking opens
+    log = vm.check("dmesg").splitlines()
+    at = max(i for i, ln in enumerate(log) if MARK in ln)
+    return boot, log[at + 1:]
+
+
+def test_unreadable_media_are_not_scanned_and_stay_quiet(lvm, tmp_path):
+    ref = lvm(_drives(tmp_path), [], variant="unpatched")
+    ref_boot, ref_opens = _boot_and_open(ref)
+
+    vm = lvm(_drives(tmp_path), ON)
+    boot, opens = _boot_and_open(vm)
+    assert _parts(vm, 0) == [] and _parts(vm, 1) == []
+    assert len(boot) <= len(ref_boot), f"the boot logged {boot}, unpatched {ref_boot}"
+    assert len(opens) <= len(ref_opens), f"the opens logged {opens}, unpatched {ref_opens}"
+    assert _partscan_attr(vm) in (None, "0 0")      # 6.12 shows the suppressed scan
+
+    # the next medium in the same drives is scanned as usual
+    good = [_img("mbr2048"), _img("gpt512-xorriso")]
+    for k, img in enumerate(good):
+        vm.qmp.change_medium(f"cd{k}", img.path)
+        vm.check(f"srprobe /dev/sr{k}")
+        assert _parts(vm, k) == _want(img), f"sr{k} after {img.kind}"
+    assert _partscan_attr(vm) in (None, "1 1")
