@@ -3,7 +3,8 @@
   unpatched      srpart-base (the pristine tarball)
   srpart         branch with patches/<version>/ applied
   sr-only        patches/naive-<version>/: sr drops GENHD_FL_NO_PART and
-                 nothing else (upstream parsers), what a naive patch gives
+                 nothing else (upstream parsers), what a naive patch gives,
+                 and what v1 gave with CONFIG_CDROM=m (pytest/test_media_without_fixes.py)
   srpart-module  srpart with CONFIG_BLK_DEV_SR=m and CONFIG_CDROM=m, in the
                  same object tree; sr_mod.ko and cdrom.ko go into an extra
                  initramfs archive, modules.cpio.gz. The switch rebuilds about
@@ -40,7 +41,7 @@ from .errors import SrpartError
 # docs/media.md and the tests that show why the parser patches exist.
 VARIANTS = ("unpatched", "srpart", "sr-only", "srpart-module", "legacy", "srpart-debug")
 ON_DEMAND = ("srpart-debug",)     # not part of "all"
-REPORT_ONLY = ("sr-only", "legacy")   # only make media-report / abi-report boot these
+REPORT_ONLY = ("legacy",)   # only make abi-report boots it
 DEBUG_SUFFIX = "-debug"
 MODULE_SUFFIX = "-module"
 MODULE_CONFIG = {"CONFIG_BLK_DEV_SR": "m", "CONFIG_CDROM": "m"}   # sr selects cdrom

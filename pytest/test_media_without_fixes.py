@@ -1,0 +1,36 @@
+"""The media expectations fail without the series' parser patches (issue 11).
+
+patches/naive-<v>/ is the sr patch alone: sr stops setting GENHD_FL_NO_PART,
+the parsers are upstream's. That is what v1 gave on every distribution kernel
+(sr and cdrom as modules), where its parser patches asked disk_to_cdi(), NULL
+in built-in block code, and so never ran. Booted with every fixture kind, the
+oracle test_media.py checks against must fail there for each table written in
+512-byte sectors (MBR or GPT, isohybrid style), and hold for every other kind,
+which upstream's parsers already read right on 2048-byte media. So the media
+tests can fail, and fail for the reason the parser patches exist.
+"""
+from __future__ import annotations
+
+import pytest
+
+from fixtures import catalog
+from harness import guest, oracle
+
+pytestmark = pytest.mark.vm
+
+NEEDS_THE_SERIES = ("mbr512", "gpt512")    # catalog tables in 512-byte units on 2048-byte media
+
+
+@pytest.mark.parametrize("kinds", [catalog.MIXED, catalog.REST], ids=["mixed8", "rest"])
+def test_naive_kernel_misreads_exactly_the_512_unit_tables(boot, kinds):
+    images = catalog.kind_images(kinds)
+    with boot("sr-only", [i.path for i in images], ["sr_mod.partscan=1"],
+              f"naive-{len(kinds)}-{kinds[0]}") as vm:
+        sysparts = guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD))
+    wrong, right = [], []
+    for k, img in enumerate(images):
+        want = [(p.number, p.start, p.size) for p in oracle.expected(img.table, img.path).parts]
+        got = guest.drive_partitions(sysparts, k)
+        (right if got == want else wrong).append(img.kind)
+    assert sorted(wrong) == sorted(i.kind for i in images if i.table in NEEDS_THE_SERIES), \
+        f"misread without the parser patches: {wrong}; read right: {right}"
