@@ -105,3 +105,16 @@ def parse_kmemleak(text: str) -> tuple[bool, list[str]]:
 def ext_minors_cmd() -> str:
     """The extended-dev_t minors in use (major 259), one per line, sorted."""
     return "ls /sys/dev/block | sed -n 's/^259://p' | sort -n"
+
+
+def parse_ext_minors(text: str) -> list[int]:
+    return [int(x) for x in text.split()]
+
+
+# A dropped partition's /sys/dev/block/259:M link goes at device_del(), but its
+# minor returns to the IDA only when the block device's inode is freed, after
+# an RCU grace period (bdev_free_inode()), or never if it leaked. Counting the
+# links cannot tell; re-creating the partitions after this long with nothing
+# of them left open and comparing the minors they get can: IDA hands out the
+# lowest free ones again.
+MINOR_SETTLE_S = 3

@@ -36,7 +36,7 @@ from .vm import VM, boot_spec
 SWAP_KINDS = ("mbr2048", "sgi-direct", "sun-xorriso")   # sr0p1 differs between neighbours
 HOTPLUG_KIND = "mbr2048"
 WAIT_S = 60            # per swap / per plug: the sanitizer kernel under TCG is slow
-SETTLE_S = 3           # with no partitions left: RCU frees their minors (see _finish)
+SETTLE_S = guest.MINOR_SETTLE_S   # with no partitions left: their minors are free again
 
 READER_DISK = ("n=0; while [ ! -e /tmp/stop ]; do dd if=/dev/sr0 of=/dev/null bs=64k 2>/dev/null"
                " && n=$((n+1)); echo $n > /tmp/reader-disk; done; echo done >> /tmp/reader-disk")
@@ -83,7 +83,7 @@ def layout_cmd(k: int) -> str:
 
 
 def _minors(vm: VM) -> list[int]:
-    return [int(x) for x in vm.check(guest.ext_minors_cmd()).split()]
+    return guest.parse_ext_minors(vm.check(guest.ext_minors_cmd()))
 
 
 def _finish(vm: VM, c: Churn) -> None:

@@ -1,8 +1,9 @@
 """Malformed media, a bounded subset of `make fuzz` (issue 6).
 
-48 damaged images (seed 20261203: every table kind, the first mutations)
-in 3 VMs of 8 drives: the first 8 images are parsed at probe, the next 8
-after a media swap over QMP, as `make fuzz` does. Plus the reproducer of
+Every table kind x every mutation at least once (seed 20261203: the first
+kinds x mutations cases, rounded up to whole VMs), 16 images per VM of 8
+drives: the first 8 are parsed at probe, the next 8 after a media swap over
+QMP, as `make fuzz` does. Plus the reproducer of
 the GPT size wrap patches 0001-0002 fix (seed 1, case 37), on sr and,
 against the unpatched kernel, on sd. Invariants: no bad
 pattern in the kernel log (the harness fails the VM), every partition
@@ -22,7 +23,10 @@ pytestmark = pytest.mark.vm
 
 SEED, ROUNDS = 20261203, 2
 PER_VM = fuzz_run.PER_VM * ROUNDS
-COUNT = 3 * PER_VM
+# case i is kind i % len(KINDS), mutation (i // len(KINDS)) % len(MUTATIONS):
+# the first len(KINDS) * len(MUTATIONS) cases are every pair once
+PAIRS = len(fuzz.KINDS) * len(fuzz.MUTATIONS)
+COUNT = -(-PAIRS // PER_VM) * PER_VM
 BATCHES = [pytest.param(b, id=f"batch{b}", marks=pytest.mark.xdist_group(f"fuzz-{b}"))
            for b in range(COUNT // PER_VM)]
 
@@ -39,6 +43,12 @@ def test_malformed_media_keep_the_invariants(boot, sr_build, batch):
     assert not res.failures, [f"seed {SEED}, cases {b[0].index}-{b[-1].index}: {p}"
                               for b, p in res.failures]
     assert res.processed == len(cases)
+
+
+def test_the_subset_covers_every_kind_and_mutation():
+    pairs = {(c.kind, c.mutation) for c in (fuzz.case(SEED, i, paths.BUILD / "fuzz" / str(SEED))
+                                            for i in range(COUNT))}
+    assert pairs == {(k, m) for k in fuzz.KINDS for m in fuzz.MUTATIONS}
 
 
 def _wrap_case():

@@ -35,8 +35,8 @@ def _noise(vm: VM) -> list[str]:
     return [ln for ln in vm.check("dmesg").splitlines() if any(n in ln for n in guest.MEDIA_NOISE)]
 
 
-def _ext_minors(vm: VM) -> int:
-    return int(vm.check("ls /sys/dev/block | grep -c '^259:' || true").strip() or 0)
+def _minors(vm: VM) -> list[int]:
+    return guest.parse_ext_minors(vm.check(guest.ext_minors_cmd()))
 
 
 def _reprobe_with_tray_open(vm: VM, dev: str = "cd0", k: int = 0) -> None:
@@ -133,13 +133,17 @@ def test_rereadpt_and_blkpg(lvm):
 def test_hotplug_add_remove_readd(lvm):
     first, plugged = _img("sun-xorriso"), _img("mbr2048")
     vm = lvm([first.path], ON)
-    before = _ext_minors(vm)
+    before = _minors(vm)
+    plugged_minors = []
     for round_ in range(2):
+        if round_:     # nothing of sr1 is open: its minors must come back
+            vm.check(f"sleep {guest.MINOR_SETTLE_S}")
         vm.qmp.add_cd("hot1", plugged.path, scsi_id=1)
         vm.check(guest.wait_cmd("[ -e /sys/block/sr1 ]"))
         vm.check("srprobe /dev/sr1")
         assert vm.check("cat /sys/block/sr1/dev").strip() == "11:1"
         assert _parts(vm, 1) == _want(plugged), f"round {round_}"
+        plugged_minors.append(_minors(vm))
         part = plugged.data[0]
         vm.check(f"mkdir -p /mnt/h && mount -t {part.fstype} -o ro /dev/sr1p{part.number} /mnt/h")
         vm.qmp.del_device("hot1")
@@ -147,7 +151,9 @@ def test_hotplug_add_remove_readd(lvm):
         assert _parts(vm, 1) == []
         vm.run("umount /mnt/h")
         assert _parts(vm, 0) == _want(first)
-        assert _ext_minors(vm) == before, f"round {round_}: extended minors not given back"
+        assert _minors(vm) == before, f"round {round_}: sr1's partitions still listed"
+    assert plugged_minors[1] == plugged_minors[0], \
+        "extended minors not given back: the re-plugged drive's partitions got other minors"
 
 
 def test_cdrom_ioctls_on_a_partition_need_cap_sys_rawio(lvm):
@@ -189,10 +195,17 @@ def test_module_parameter_matches_builtin(lvm_explicit, value):
     vm.check("srprobe /dev/sr0 /dev/sr1 /dev/sr2")
     assert vm.check("cat /sys/module/sr_mod/parameters/partscan").strip() == ("Y" if value == "1" else "N")
     assert _view(vm) == want
+    first = _minors(vm)
     vm.check("rmmod sr_mod")
     assert vm.check("ls /sys/block | grep -c '^sr' || true").strip() == "0"
-    assert _ext_minors(vm) == 0
+    assert _minors(vm) == []
     assert vm.run("[ -e /sys/module/sr_mod ]").status != 0
+    # the minors come back: loaded again, the same partitions get the same ones
+    vm.check(f"sleep {guest.MINOR_SETTLE_S}; modprobe sr_mod partscan={value}")
+    vm.check(guest.wait_cmd("[ -e /sys/block/sr2 ]"))
+    vm.check("srprobe /dev/sr0 /dev/sr1 /dev/sr2")
+    assert _view(vm) == want
+    assert _minors(vm) == first, "extended minors not given back by rmmod"
 
 
 def test_partscan_off_refuses_rereadpt_and_blkpg(lvm):

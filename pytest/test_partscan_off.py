@@ -1,8 +1,9 @@
 """partscan off, or the parameter absent: exactly what the unpatched kernel shows.
 
-For 1, 2 and 8 drives, boot the unpatched kernel of each version (same tarball, same
-config) and the srpart kernel with sr_mod.partscan=0 and with no parameter,
-and compare what user space sees.
+For 1 to 8 drives, boot the unpatched kernel of each version (same tarball, same
+config) and the srpart kernel with sr_mod.partscan=0 and with no parameter, sr
+built in and as modules (sr_mod.ko loaded by init, as udev would), and compare
+what user space sees.
 """
 from __future__ import annotations
 
@@ -20,9 +21,13 @@ CONFIGS = {  # name -> (kernel variant, command line)
     "unpatched": ("unpatched", []),
     "partscan=0": ("srpart", ["sr_mod.partscan=0"]),
     "absent": ("srpart", []),
+    # sr_mod.ko loaded by init as udev would, without and with partscan=0
+    "module-absent": ("srpart-module", ["srpart.modprobe=sr_mod"]),
+    "module-partscan=0": ("srpart-module", ["srpart.modprobe=sr_mod", "sr_mod.partscan=0"]),
 }
+OFF = [c for c in CONFIGS if c != "unpatched"]
 DRIVES = [pytest.param(n, id=f"{n}drive{'s' if n > 1 else ''}",
-                       marks=pytest.mark.xdist_group(f"partscan-off-{n}")) for n in (1, 2, 8)]
+                       marks=pytest.mark.xdist_group(f"partscan-off-{n}")) for n in range(1, 9)]
 LS_DATE = re.compile(r"\s+[A-Z][a-z]{2}\s+\d+\s+(\d\d:\d\d|\d{4})\s+")
 
 
@@ -64,7 +69,7 @@ def test_unpatched_kernel_shows_no_partitions(snaps):
     assert s["unpatched"].param == "absent"
 
 
-@pytest.mark.parametrize("config", ["partscan=0", "absent"])
+@pytest.mark.parametrize("config", OFF)
 def test_no_partitions_when_off(snaps, config):
     n, s = snaps
     rows = guest.parse_proc_partitions(s[config].proc_partitions)
@@ -72,7 +77,7 @@ def test_no_partitions_when_off(snaps, config):
     assert s[config].param == "N"
 
 
-@pytest.mark.parametrize("config", ["partscan=0", "absent"])
+@pytest.mark.parametrize("config", OFF)
 def test_identical_to_unpatched(snaps, config):
     n, s = snaps
     assert s[config].proc_partitions == s["unpatched"].proc_partitions

@@ -134,12 +134,6 @@ def test_kconfig_names_every_lost_option(tmp_path):
     assert "CONFIG_A" not in msg and "CONFIG_C" not in msg   # absent satisfies "is not set"
 
 
-def test_fragment_parses_and_asks_for_the_option_off():
-    frag = kconfig.Kconfig.read(Path(__file__).parent.parent / "Kconfig.fragment")
-    assert frag.options["CONFIG_BLK_DEV_SR"] == "y"
-    assert frag.options["CONFIG_BLK_DEV_SR_PARTSCAN"] == "n"
-
-
 def test_parse_recorded_guest_output():
     proc = guest.parse_proc_partitions((DATA / "proc-partitions-2drives.txt").read_text())
     assert [(r.major, r.minor, r.name) for r in proc][:2] == [(11, 0, "sr0"), (259, 0, "sr0p1")]
