@@ -166,6 +166,11 @@ def expected(table: str, image: Path, block: int = 2048) -> Layout:
     return on_device(clip_to_disk(fn(image), image.stat().st_size // 512), block)
 
 
+def triples(table: str, image: Path, block: int = 2048) -> list[tuple[int, int, int]]:
+    """expected() as (number, start, size) in 512-byte sectors, the form the guest parsers give."""
+    return [(p.number, p.start, p.size) for p in expected(table, image, block).parts]
+
+
 def clip_to_disk(parts: list[Part], disk: int) -> list[Part]:
     """Upstream's end-of-disk rule (blk_add_partition): an entry that starts
     beyond the disk is left out, one that extends beyond it is truncated."""

@@ -28,7 +28,7 @@ def _parts(vm: VM, k: int = 0) -> list[tuple[int, int, int]]:
 
 
 def _want(img) -> list[tuple[int, int, int]]:
-    return [(p.number, p.start, p.size) for p in oracle.expected(img.table, img.path).parts]
+    return oracle.triples(img.table, img.path)
 
 
 def _noise(vm: VM) -> list[str]:

@@ -29,3 +29,11 @@ def test_every_kind_meets_every_mutation(tmp_path):
     for c in cases:
         assert c.size % 2048 == 0 and c.path.stat().st_size == c.size
 
+
+def test_the_check_subset_covers_every_kind_and_mutation():
+    import test_fuzz
+    from harness import paths
+    pairs = {(c.kind, c.mutation) for c in (fuzz.case(test_fuzz.SEED, i, paths.BUILD / "fuzz" /
+                                                      str(test_fuzz.SEED))
+                                            for i in range(test_fuzz.COUNT))}
+    assert pairs == {(k, m) for k in fuzz.KINDS for m in fuzz.MUTATIONS}
