@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,9 @@ from .errors import SrpartError
 # The guest init's READY line: drives and disks probed / wanted
 READY = re.compile(r"@@SRPART-READY sr=(\d+)/(\d+) sd=(\d+)/(\d+)@@\r*\n")
 MARKER = re.compile(r"@@SRPART-RC (\d+) ([0-9a-f]+)@@\r*\n")
+# A line written to /dev/kmsg to cut the kernel log into per-test slices
+LOG_MARK = "@@SRPART-LOG {token} {label}@@"
+MARK_LABEL_MAX = 200      # /dev/kmsg takes ~1 KiB a line; test ids can be long
 # N_TTY's canonical-mode line buffer holds 4096 bytes with the newline:
 # a longer line is cut and the shell waits for the rest of it forever.
 MAX_LINE = 4096
@@ -129,6 +133,35 @@ class Console:
         bad = find_bad(data[:cut].decode("utf-8", "replace"))
         if bad:
             raise self._fail(f"kernel printed a bad pattern ({bad})")
+
+    def mark(self, label: str, timeout: float = 20.0) -> int:
+        """Write a marker line to the kernel log (/dev/kmsg), wait until the serial
+        log holds it, check everything up to it for bad patterns, and return the
+        byte offset just past it: kernel_log(begin, end) is what came between."""
+        if not self.log:
+            raise SrpartError("this console has no kernel log to mark")
+        tag = LOG_MARK.format(token=secrets.token_hex(4), label=label[:MARK_LABEL_MAX])
+        self.run(f"echo {shlex.quote(tag)} > /dev/kmsg")
+        want, deadline = tag.encode(), time.monotonic() + timeout
+        while True:
+            data = self.log.read_bytes() if self.log.exists() else b""
+            i = data.find(want)
+            end = data.find(b"\n", i) if i >= 0 else -1
+            if end >= 0:
+                break
+            if time.monotonic() > deadline:
+                raise self._fail(f"the kernel log marker did not reach {self.log} "
+                                 f"within {timeout:g} s")
+            time.sleep(0.02)
+        self.check_kernel_log()
+        return end + 1
+
+    def kernel_log(self, begin: int, end: int | None = None) -> str:
+        """The serial kernel log between two offsets mark() returned, as text lines."""
+        with open(self.log, "rb") as fh:
+            fh.seek(begin)
+            data = fh.read() if end is None else fh.read(max(end - begin, 0))
+        return re.sub(r"\r+\n?", "\n", data.decode("utf-8", "replace"))
 
     def expect(self, pattern: str, timeout: float) -> re.Match[str]:
         """Wait for `pattern` on the channel; fail on EOF, timeout or a bad kernel log."""

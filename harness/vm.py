@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -98,6 +99,14 @@ def qmp_socket_path() -> Path:
     return Path(tempfile.mkdtemp(prefix="srpart-qmp-")) / "qmp"
 
 
+_RUNNING: "weakref.WeakSet[VM]" = weakref.WeakSet()
+
+
+def running() -> list["VM"]:
+    """The VMs this process has started and not yet stopped, oldest first."""
+    return sorted((vm for vm in _RUNNING if vm.child is not None), key=lambda vm: vm._t0)
+
+
 class VM:
     def __init__(self, spec: BootSpec, name: str) -> None:
         self.spec = spec
@@ -150,7 +159,17 @@ class VM:
             self._kill()
             raise
         self.boot_seconds = time.monotonic() - self._t0
+        _RUNNING.add(self)
         return self
+
+    def mark(self, label: str) -> int:
+        """Cut the kernel log here (Console.mark): the offset just past a marker line."""
+        assert self.console, "VM not started"
+        return self.console.mark(label)
+
+    def kernel_log(self, begin: int, end: int | None = None) -> str:
+        assert self.console, "VM not started"
+        return self.console.kernel_log(begin, end)
 
     def run(self, command: str, timeout: float = 30) -> Result:
         assert self.console, "VM not started"
@@ -188,6 +207,7 @@ class VM:
         self._name_lock = fh
 
     def _kill(self) -> None:
+        _RUNNING.discard(self)
         if self.qmp is not None:
             self.qmp.close()
             self.qmp = None

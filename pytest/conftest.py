@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import initramfs, packages  # noqa: E402
 from harness.kernel import SR_BUILDS  # noqa: E402
-from harness.vm import VM, boot_spec  # noqa: E402
+from harness.vm import VM, boot_spec, running  # noqa: E402
 
 # Every VM test runs on each kernel: test ids carry it ([6.1-...], [6.12-...]),
 # so `-k 6.12` selects one. SRPART_KERNELS="6.1" narrows the run.
@@ -32,6 +32,30 @@ def require_vm_tools() -> None:
 @pytest.fixture(scope="session")
 def initrd(require_vm_tools) -> Path:
     return initramfs.build()
+
+
+@pytest.fixture(autouse=True)
+def kernel_log_slice(request):
+    """Every test gets its own slice of the kernel log of each VM it shares with
+    other tests (a module-scoped VM): a marker line goes to /dev/kmsg before the
+    test and after it, and what the kernel printed between them is checked in
+    the test's teardown, so a WARNING, or any line a `quiet_kernel(*patterns)`
+    mark names, fails the test that caused it rather than the next one. A VM
+    the test starts itself is checked as a whole when it stops."""
+    shared = running()
+    begin = {id(vm): vm.mark(f"begin {request.node.nodeid}") for vm in shared}
+    yield
+    quiet = request.node.get_closest_marker("quiet_kernel")
+    for vm in shared:
+        if vm.child is None:          # the test stopped it: stop() checked the log
+            continue
+        end = vm.mark(f"end {request.node.nodeid}")     # raises on a bad pattern
+        if quiet:
+            noisy = [ln for ln in vm.kernel_log(begin[id(vm)], end).splitlines()
+                     if any(p in ln for p in quiet.args)]
+            if noisy:
+                pytest.fail(f"kernel log of {vm.name} during this test:\n" + "\n".join(noisy),
+                            pytrace=False)
 
 
 @pytest.fixture(scope="session", params=KERNELS)

@@ -13,7 +13,8 @@ import pytest
 from fixtures import catalog
 from harness import guest, oracle
 
-pytestmark = pytest.mark.vm
+# What the tests read must be as quiet as the boot (conftest.kernel_log_slice).
+pytestmark = [pytest.mark.vm, pytest.mark.quiet_kernel(*guest.MEDIA_NOISE)]
 
 DRIVES = [pytest.param(n, id=f"{n}drive{'s' if n > 1 else ''}",
                        marks=pytest.mark.xdist_group(f"partscan-on-{n}")) for n in range(1, 9)]

@@ -16,7 +16,11 @@ import pytest
 from fixtures import catalog
 from harness import guest, oracle
 
-pytestmark = pytest.mark.vm
+NOISE = ("I/O error", "unaligned transfer", "beyond EOD", "Buffer I/O", "Sense Key",
+         "unable to read partition table")
+# The reads and mounts every test does must be as quiet as the boot: each
+# test's own slice of the kernel log is checked for NOISE (conftest.py).
+pytestmark = [pytest.mark.vm, pytest.mark.quiet_kernel(*NOISE)]
 
 SETS = [pytest.param(catalog.MIXED, id="mixed8", marks=pytest.mark.xdist_group("media-mixed8")),
         pytest.param(catalog.REST, id="rest", marks=pytest.mark.xdist_group("media-rest"))]
@@ -25,8 +29,6 @@ SKIP_LINE = re.compile(r"\bsr(\d+): p(\d+) start (\d+) is not a multiple of the 
                        r"block size, skipped$")
 PART_LINE = re.compile(r"\bsr(\d+):((?: p\d+| <| >| \[\w+\])*)$")
 UNIT_LINE = re.compile(r"\bsr(\d+): ((?:MBR|GPT) in 512-byte sectors)$")
-NOISE = ("I/O error", "unaligned transfer", "beyond EOD", "Buffer I/O", "Sense Key",
-         "unable to read partition table")
 HEAD_BLOCKS = 32          # bytes compared at each partition's start: 64 KiB
 
 
@@ -141,7 +143,8 @@ def test_unreadable_entries_are_explained_once(media):
 
 
 def test_no_io_errors_or_eod_complaints(media):
-    """No I/O errors; end-of-disc lines exactly for the entries the oracle's table
+    """The boot's kernel log (the tests after it are checked in their own slices,
+    see pytestmark): no I/O errors; end-of-disc lines exactly for the entries the oracle's table
     says overrun the disc (upstream truncates them: mbr2048-overrun)."""
     _, images, _, _, dmesg = media
     want = []

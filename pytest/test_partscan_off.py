@@ -15,7 +15,8 @@ import pytest
 from fixtures import catalog
 from harness import guest
 
-pytestmark = pytest.mark.vm
+# Reading the discs must stay quiet, in each test's own kernel log slice.
+pytestmark = [pytest.mark.vm, pytest.mark.quiet_kernel(*guest.MEDIA_NOISE)]
 
 CONFIGS = {  # name -> (kernel variant, command line)
     "unpatched": ("unpatched", []),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pexpect
@@ -133,3 +134,44 @@ def test_ready_fails_when_the_guest_probed_fewer_drives(tmp_path, line, short):
             con.wait_ready(1)
     else:
         con.wait_ready(1)
+
+
+class KmsgChild(FakeChild):
+    """A guest whose `echo ... > /dev/kmsg` lands in the serial kernel log, after
+    whatever the kernel printed in the meantime (`printed`)."""
+
+    def __init__(self, log: Path, printed: list[str]) -> None:
+        super().__init__([])
+        self.log, self.printed = log, printed
+
+    def sendline(self, s: str) -> int:
+        m = re.match(r"\( (echo .*> /dev/kmsg)\n", s)
+        if m:
+            words = shlex.split(m.group(1))
+            with open(self.log, "a") as fh:
+                fh.write(self.printed.pop(0) if self.printed else "")
+                fh.write(f"[    9.0] {words[1]}\r\n")
+            self.replies.append("\r\n@@SRPART-RC 0 TOKEN@@\r\n")
+        return super().sendline(s)
+
+
+def test_marks_cut_the_kernel_log_into_slices(tmp_path):
+    log = tmp_path / "kernel.log"
+    log.write_text("[    1.0] boot\r\n")
+    con = console.Console(KmsgChild(log, ["", "[    5.0] sr0: I/O error\r\n"]), log)
+    a = con.mark("begin pytest/test_x.py::test_y[6.1-'quoted' id]")
+    b = con.mark("end pytest/test_x.py::test_y")
+    first, between = con.kernel_log(0, a).splitlines(), con.kernel_log(a, b).splitlines()
+    assert first[0] == "[    1.0] boot"
+    assert first[1].endswith(" begin pytest/test_x.py::test_y[6.1-'quoted' id]@@")
+    assert between[0] == "[    5.0] sr0: I/O error"
+    assert between[1].endswith(" end pytest/test_x.py::test_y@@") and len(between) == 2
+
+
+def test_a_warning_inside_a_slice_fails_at_its_end_mark(tmp_path):
+    log = tmp_path / "kernel.log"
+    log.write_text("")
+    con = console.Console(KmsgChild(log, ["", "[    5.0] WARNING: at block/x.c:1\r\n"]), log)
+    con.mark("begin")
+    with pytest.raises(console.GuestError, match=r"bad pattern \(WARNING\)"):
+        con.mark("end")
