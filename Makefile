@@ -24,7 +24,8 @@ help:
 	@echo "make series-check  checkpatch, plus a build after every patch and the cover-letter checks"
 	@echo "make abi-report  regenerate docs/abi-impact.md from real boots (1, 2, 4, 8 drives)"
 	@echo "make media-report  regenerate docs/media.md from three real boots (before/after the series)"
-	@echo "make clean       remove build/ except the extracted kernel tree and object tree"
+	@echo "make clean       remove all the targets make but the extracted kernel trees and object trees"
+	@echo "make distclean   remove build/ entirely"
 
 deps:
 	@sh harness/deps.sh
@@ -42,7 +43,7 @@ check: kernels fixtures series-check
 	SRPART_KERNELS="$(KERNELS)" $(PYTEST) $(XDIST) --junitxml=$(JUNIT) pytest
 
 unit: deps
-	$(PYTEST) -m "not vm" pytest
+	$(PYTEST) -m "not vm and not host" pytest
 
 matrix: kernels fixtures
 	SRPART_KERNELS="$(KERNELS)" $(PYTEST) $(XDIST) -m vm pytest
@@ -87,8 +88,12 @@ fuzz-images:
 	c = fuzz.generate($(SEED), $(COUNT), Path("build/fuzz/$(SEED)")); \
 	print(f"srpart: {len(c)} images for seed $(SEED) in build/fuzz/$(SEED)")'
 
+# clean: everything the targets make (whatever its name under build/), except the
+# extracted kernel trees and object trees, which take ~6 min a kernel to remake;
+# distclean: those too.
 clean:
-	rm -rf build/logs build/fixtures build/initramfs build/kernels build/junit.xml build/locks
+	find build -mindepth 1 -maxdepth 1 ! -name src ! -name obj -exec rm -rf {} + 2>/dev/null || true
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-distclean:
+distclean: clean
 	rm -rf build

@@ -1,4 +1,7 @@
-"""Fixture generators against the oracle and the image bytes (no VM)."""
+"""Fixture generators against the oracle and the image bytes (no VM).
+
+These build the images under build/fixtures with xorriso, mke2fs and
+mformat: they are `host` tests, run by make check, not by make unit."""
 from __future__ import annotations
 
 import re
@@ -11,11 +14,13 @@ from fixtures import catalog, sgi_direct, sun_direct
 from fixtures.common import be_words
 from harness import oracle
 
+pytestmark = pytest.mark.host
+
 KINDS = sorted(catalog.KINDS)
 
 
 def _img(kind):
-    return catalog.image(kind, catalog.drive_label(0, kind))
+    return catalog.first(kind)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -121,7 +126,7 @@ def test_bench_disc_has_one_64_mib_partition_at_1_mib(tmp_path):
 @pytest.mark.parametrize("kind", KINDS)
 def test_fstype_table_matches_the_images(kind):
     """catalog.FSTYPES (what the media tests parametrize over) says what the images hold."""
-    img = catalog.image(kind, catalog.drive_label(0, kind))
+    img = catalog.first(kind)
     have = {d.fstype for d in img.data}
     assert have <= set(catalog.FSTYPES.get(kind, ("ext2", "ext4")))
     assert ("vfat" in have) == catalog.image_kind_has(kind, "vfat")
