@@ -1,9 +1,11 @@
 """Host-side oracle: where a partition table says partitions are.
 
-Computed from the image bytes by util-linux (fdisk, sfdisk), which shares no
-code with the kernel's parsers, or for Apple Partition Maps, which util-linux
-does not read, by a parser of our own written from the on-disk format. All results are in 512-byte sectors, as the kernel
-reports them in /sys/block/<disk>/<part>/{start,size}.
+Computed from the image bytes by util-linux, which shares no code with the
+kernel's parsers: fdisk and sfdisk (libfdisk) for MBR, GPT, Sun and SGI;
+partx (libblkid) for Apple Partition Maps, which libfdisk does not read,
+cross-checked against a reader of our own written from the on-disk format
+(a disagreement is an error). All results are in 512-byte sectors, as the
+kernel reports them in /sys/block/<disk>/<part>/{start,size}.
 """
 from __future__ import annotations
 
@@ -121,6 +123,23 @@ def apm(image: Path) -> list[Part]:
     return parts
 
 
+def apm_partx(image: Path) -> list[Part]:
+    """libblkid's reading of an APM (partx -t mac), in 512-byte sectors. It lists
+    zero-length entries too; Linux adds no partition for them, so neither do we."""
+    text = _run(["partx", "-g", "-r", "-t", "mac", "-o", "NR,START,SECTORS", str(image)])
+    rows = [tuple(map(int, line.split())) for line in text.splitlines() if line.strip()]
+    return sorted(Part(n, s, c) for n, s, c in rows if c)
+
+
+def apm_checked(image: Path) -> list[Part]:
+    """partx's APM layout, when the project's own reader agrees with it."""
+    theirs, ours = apm_partx(image), apm(image)
+    if theirs != ours:
+        raise SrpartError(f"{image}: libblkid (partx) reads the APM as {theirs}, "
+                          f"srpart's reader as {ours}")
+    return theirs
+
+
 ORACLES: dict[str, Callable[[Path], list[Part]]] = {
     "mbr2048": lambda img: native(img, 2048, "dos"),
     "gpt2048": lambda img: native(img, 2048, "gpt"),
@@ -128,7 +147,7 @@ ORACLES: dict[str, Callable[[Path], list[Part]]] = {
     "gpt512": lambda img: sfdisk_json(img, "gpt"),
     "sun": lambda img: sfdisk_json(img, "sun"),
     "sgi": lambda img: sfdisk_json(img, "sgi"),
-    "apm": apm,
+    "apm": apm_checked,
 }
 
 # The line the series prints after a disc's partition line (whose format it
@@ -169,6 +188,11 @@ def expected(table: str, image: Path, block: int = 2048) -> Layout:
 def triples(table: str, image: Path, block: int = 2048) -> list[tuple[int, int, int]]:
     """expected() as (number, start, size) in 512-byte sectors, the form the guest parsers give."""
     return [(p.number, p.start, p.size) for p in expected(table, image, block).parts]
+
+
+def triples_of(img) -> list[tuple[int, int, int]]:
+    """triples() of a fixture image (anything with .table and .path)."""
+    return triples(img.table, img.path)
 
 
 def clip_to_disk(parts: list[Part], disk: int) -> list[Part]:

@@ -74,6 +74,22 @@ def test_apm_reads_entries_in_the_maps_block_size(tmp_path):
     assert oracle.apm(img) == [oracle.Part(1, 1, 3), oracle.Part(2, 4, 2)]
 
 
+@pytest.mark.parametrize("block, entries", [(2048, [(1, 3), (4, 0), (5, 2)]),
+                                            (512, [(1, 3), (4, 2)]), (4096, [(1, 2), (3, 7)])])
+def test_partx_reads_the_apm_as_our_reader_does(tmp_path, block, entries):
+    img = tmp_path / "a.img"
+    _apm_image(img, block, entries)
+    assert oracle.apm_partx(img) == oracle.apm(img) == oracle.apm_checked(img)
+
+
+def test_a_reader_disagreement_is_an_error(tmp_path, monkeypatch):
+    img = tmp_path / "a.img"
+    _apm_image(img, 2048, [(1, 3), (5, 2)])
+    monkeypatch.setattr(oracle, "apm", lambda image: [oracle.Part(1, 4, 12)])
+    with pytest.raises(SrpartError, match=r"libblkid \(partx\) reads the APM as"):
+        oracle.apm_checked(img)
+
+
 def test_apm_without_driver_map_is_an_error(tmp_path):
     img = tmp_path / "a.img"
     img.write_bytes(bytes(4096))
