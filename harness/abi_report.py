@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import difflib
-import sys
 from dataclasses import dataclass
 
-from . import paths
-from .errors import SrpartError
+from . import docstamp, paths
+from . import kernel as kernels
 from .vm import VM, boot_spec
 
 DRIVES = (1, 2, 4, 8)
@@ -28,7 +27,7 @@ DOC = paths.ROOT / "docs" / "abi-impact.md"
 class Config:
     key: str
     title: str
-    series: str
+    kernel: str
     variant: str
     cmdline: tuple[str, ...]
 
@@ -66,7 +65,7 @@ def boot(cfg: Config, n: int) -> Boot:
     from fixtures import catalog
 
     images = catalog.drive_images(n)
-    spec = boot_spec(cfg.series, cfg.variant, [i.path for i in images], list(cfg.cmdline))
+    spec = boot_spec(cfg.kernel, cfg.variant, [i.path for i in images], list(cfg.cmdline))
     with VM(spec, f"abi-{cfg.key}-{n}") as vm:
         devs = [tuple(ln.split()) for ln in vm.check(DEVICES_CMD).splitlines() if ln.strip()]
         scd1 = vm.run(SCD1_CMD).output.splitlines()
@@ -173,6 +172,8 @@ sr allows 256 drives (`SR_DISKS`).
   {256 // (LEGACY_N + 1)}-255 need minors above 255, which static `/dev`
   trees and tools that assume 8-bit minors do not have.
 """)
+    out.append(docstamp.line([d for c in CONFIGS
+                              if (d := kernels.variant(c.variant).patch_dir(c.kernel))]))
     return "".join(out)
 
 
@@ -180,11 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="abi_report", description=__doc__)
     ap.add_argument("--out", default=str(DOC))
     args = ap.parse_args(argv)
-    try:
-        results = {(c.key, n): boot(c, n) for c in CONFIGS for n in DRIVES}
-    except SrpartError as e:
-        print(f"srpart: error: {e}", file=sys.stderr)
-        return 1
+    for kernel, variant in sorted({(c.kernel, c.variant) for c in CONFIGS}):
+        kernels.build(kernel, variant)       # legacy is built for this report only
+    results = {(c.key, n): boot(c, n) for c in CONFIGS for n in DRIVES}
     commit = paths.project_revision()
     with open(args.out, "w") as fh:
         fh.write(render(results, commit))
@@ -193,4 +192,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import entry
+    entry.run(main)

@@ -24,58 +24,60 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from . import kconfig, kernel, paths, qemu, source
+from . import docstamp, kconfig, paths, qemu, source
+from . import kernel as kernels
 from .vm import VM, boot_spec
 
 
-def measure_incremental(series: str) -> tuple[float, float]:
+def measure_incremental(kernel: str) -> tuple[float, float]:
     """(sr.c edit rebuild, unpatched<->srpart switch) in seconds."""
-    src = source.extract(series)
-    stamp = kernel.artifact_dir(series, "srpart") / "stamp"
+    src = source.extract(kernel)
+    stamp = kernels.artifact_dir(kernel, "srpart") / "stamp"
     stamp.unlink(missing_ok=True)        # the object tree may hold another variant:
-    kernel.build(series, "srpart", quiet=True)   # bring it to srpart first
+    kernels.build(kernel, "srpart", quiet=True)   # bring it to srpart first
     srfile = src.tree / "drivers/scsi/sr.c"
     os.utime(srfile)
     stamp.unlink()                       # force a make run over a touched sr.c
     t = time.monotonic()
-    kernel.build(series, "srpart", quiet=True)
+    kernels.build(kernel, "srpart", quiet=True)
     edit = time.monotonic() - t
     t = time.monotonic()
     for v in ("unpatched", "srpart"):
-        (kernel.artifact_dir(series, v) / "stamp").unlink(missing_ok=True)
-        kernel.build(series, v, quiet=True)
+        (kernels.artifact_dir(kernel, v) / "stamp").unlink(missing_ok=True)
+        kernels.build(kernel, v, quiet=True)
     switch = (time.monotonic() - t) / 2
     return edit, switch
 
 
-def measure_cold(series: str) -> float:
+def measure_cold(kernel: str) -> float:
     """A full build into a scratch object tree (about 4-5 min on 2 cores)."""
-    src = source.extract(series)
-    source.checkout(src, series)
+    src = source.extract(kernel)
+    source.checkout(src, kernel)
     obj = paths.BUILD / "obj-bench"
     shutil.rmtree(obj, ignore_errors=True)
-    kconfig.configure(src.tree, obj, kernel.requested_config())
+    kconfig.configure(src.tree, obj, kernels.requested_config())
     t = time.monotonic()
-    kernel.make_bzimage(src.tree, obj, os.cpu_count() or 1, paths.LOGS / "build-bench-cold.log",
-                        f"{series} cold (bench)")
+    kernels.make_bzimage(src.tree, obj, os.cpu_count() or 1, paths.LOGS / "build-bench-cold.log",
+                        f"{kernel} cold (bench)")
     secs = time.monotonic() - t
     shutil.rmtree(obj, ignore_errors=True)
     return secs
 
 
-def recorded_cold(series: str, debug: bool = False) -> float | None:
+def recorded_cold(kernel: str, debug: bool = False) -> float | None:
     """The last recorded cold build of a test kernel (or of the debug kernel)."""
-    f = paths.KERNELS / series / "timings.json"
+    f = paths.KERNELS / kernel / "timings.json"
     rows = json.loads(f.read_text()) if f.exists() else []
     cold = [r["seconds"] for r in rows if r.get("cold") and
-            r.get("variant", "").endswith(kernel.DEBUG_SUFFIX) == debug]
+            (kernels.VARIANTS.get(r.get("variant", "")) or kernels.VARIANTS["srpart"]).obj
+            .endswith("-debug") == debug]
     return cold[-1] if cold else None
 
 
-def measure_vm(series: str, boots: int) -> list[tuple[float, float]]:
+def measure_vm(kernel: str, boots: int) -> list[tuple[float, float]]:
     from fixtures import catalog
 
-    spec = boot_spec(series, "srpart", [i.path for i in catalog.drive_images(8)],
+    spec = boot_spec(kernel, "srpart", [i.path for i in catalog.drive_images(8)],
                      ["sr_mod.partscan=1"])
     out = []
     for i in range(boots):
@@ -105,12 +107,13 @@ def machine() -> str:
             f"{(q.split() or ['?', '?', '?', '?'])[3]}, accel {qemu.choose_accel()}")
 
 
-def write_doc(out: Path, series: str, command: str, lines: list[str]) -> None:
-    src = source.extract(series)
+def write_doc(out: Path, kernel: str, command: str, lines: list[str]) -> None:
+    src = source.extract(kernel)
     out.write_text(DOC.format(command=command, machine=machine(), revision=paths.project_revision(),
                               version=source.makefile_version(src.tree),
                               date=datetime.date.today().isoformat(),
-                              figures="\n".join(f"- {ln}" for ln in lines)))
+                              figures="\n".join(f"- {ln}" for ln in lines))
+                   + docstamp.line([kernel]))
 
 
 DOC = """# Performance
@@ -199,4 +202,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import entry
+    entry.run(main)

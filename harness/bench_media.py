@@ -28,14 +28,14 @@ def _first_start(img) -> int:
     return oracle.expected(img.table, img.path).parts[0].start
 
 
-def measure(series: str, swaps: int = 6) -> dict[str, list[float]]:
+def measure(kernel: str, swaps: int = 6) -> dict[str, list[float]]:
     from fixtures import catalog
 
-    imgs = [catalog.image(k, catalog.drive_label(0, k)) for k in ("sun-xorriso", "mbr2048")]
+    imgs = [catalog.first(k) for k in ("sun-xorriso", "mbr2048")]
     assert _first_start(imgs[0]) != _first_start(imgs[1])
     out: dict[str, list[float]] = {}
     for mode, extra in (("poll", [f"block.events_dfl_poll_msecs={POLL_MS}"]), ("open", [])):
-        spec = boot_spec(series, "srpart", [imgs[0].path], ["sr_mod.partscan=1", *extra], qmp=True)
+        spec = boot_spec(kernel, "srpart", [imgs[0].path], ["sr_mod.partscan=1", *extra], qmp=True)
         times = []
         with VM(spec, f"bench-media-{mode}") as vm:
             if mode == "poll":
@@ -54,8 +54,8 @@ def measure(series: str, swaps: int = 6) -> dict[str, list[float]]:
     return out
 
 
-def report(series: str) -> list[str]:
-    r = measure(series)
+def report(kernel: str) -> list[str]:
+    r = measure(kernel)
     lines = []
     for mode, label in (("poll", f"kernel polling every {POLL_MS} ms + udev-style open"),
                         ("open", "no polling, open right after the change")):

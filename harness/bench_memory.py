@@ -25,7 +25,7 @@ def _meminfo(text: str) -> dict[str, int]:
     return out
 
 
-def measure(series: str, boots: int = 3) -> tuple[dict[str, list[int]], dict[str, int]]:
+def measure(kernel: str, boots: int = 3) -> tuple[dict[str, list[int]], dict[str, int]]:
     from fixtures import catalog
 
     images = [i.path for i in catalog.drive_images(8)]
@@ -33,8 +33,8 @@ def measure(series: str, boots: int = 3) -> tuple[dict[str, list[int]], dict[str
     parts: dict[str, int] = {}
     for i in range(boots):
         for v in ("0", "1"):
-            with VM(boot_spec(series, "srpart", images, [f"sr_mod.partscan={v}"]),
-                    f"bench-mem-{series}-{v}-{i}") as vm:
+            with VM(boot_spec(kernel, "srpart", images, [f"sr_mod.partscan={v}"]),
+                    f"bench-mem-{kernel}-{v}-{i}") as vm:
                 parts[v] = len(guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD)))
                 got[v].append(_meminfo(vm.check(
                     "sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; cat /proc/meminfo")))
@@ -42,8 +42,8 @@ def measure(series: str, boots: int = 3) -> tuple[dict[str, list[int]], dict[str
     return diff, parts
 
 
-def report(series: str) -> list[str]:
-    diff, parts = measure(series)
+def report(kernel: str) -> list[str]:
+    diff, parts = measure(kernel)
     med = {f: statistics.median(v) for f, v in diff.items()}
     return [f"memory, 8 drives, partscan=1 minus partscan=0 ({parts.get('1', 0)} vs "
             f"{parts.get('0', 0)} partitions), median of {len(diff['Slab'])} boot pairs: "

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import statistics
 
+from .cache import Stamp, key_of
 from . import oracle, paths
 from .errors import SrpartError
 from .vm import VM, boot_spec
@@ -35,23 +36,21 @@ CHUNK = 1 << 20      # srread's request size
 
 def bench_image():
     """Build (or reuse, while fixtures/bench_image.py is unchanged) the disc."""
-    import hashlib
     import inspect
 
     from fixtures import bench_image
     from fixtures.common import FixtureImage
 
     out = paths.FIXTURES / "bench" / "read.img"
-    stamp = out.with_suffix(".stamp")
-    key = hashlib.sha256(inspect.getsource(bench_image).encode()).hexdigest()[:16]
-    if not (out.exists() and stamp.exists() and stamp.read_text() == key):
+    stamp = Stamp(out.with_suffix(".stamp"), key_of(inspect.getsource(bench_image)))
+    if not stamp.fresh(out):
         out.parent.mkdir(parents=True, exist_ok=True)
         bench_image.build(out)
-        stamp.write_text(key)
+        stamp.write()
     return FixtureImage(out, "", "mbr2048", "bench", [])
 
 
-def measure(series: str, rounds: int = ROUNDS) -> dict[str, list[float]]:
+def measure(kernel: str, rounds: int = ROUNDS) -> dict[str, list[float]]:
     img = bench_image()
     p1 = oracle.expected(img.table, img.path).parts[0]
     offset, length = p1.start * 512, p1.size * 512
@@ -59,8 +58,8 @@ def measure(series: str, rounds: int = ROUNDS) -> dict[str, list[float]]:
     # falls back to refined-jiffies: 4 ms resolution, against 0.5 ms per
     # 1 MiB request. tsc=reliable keeps the TSC (QEMU derives it from the
     # host clock), so CLOCK_MONOTONIC in the guest resolves nanoseconds.
-    spec = boot_spec(series, "srpart", [img.path], ["sr_mod.partscan=1", "tsc=reliable"])
-    with VM(spec, f"bench-read-{series}") as vm:
+    spec = boot_spec(kernel, "srpart", [img.path], ["sr_mod.partscan=1", "tsc=reliable"])
+    with VM(spec, f"bench-read-{kernel}") as vm:
         loop = vm.check(f"L=$(losetup -f) && losetup -r -o {offset} $L /dev/sr0 && echo $L").strip()
         reads = {"srN": ("/dev/sr0", offset), "srNpM": ("/dev/sr0p1", 0), "loop": (loop, 0)}
         sums = {k: vm.check(f"dd if={dev} bs=1048576 skip={off // 1048576} count=1 2>/dev/null "
@@ -85,8 +84,8 @@ def measure(series: str, rounds: int = ROUNDS) -> dict[str, list[float]]:
     return out
 
 
-def report(series: str) -> list[str]:
-    r = measure(series)
+def report(kernel: str) -> list[str]:
+    r = measure(kernel)
     med = {k: statistics.median(v) for k, v in r.items()}
 
     def ratio(k: str) -> str:

@@ -8,8 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import guest, initramfs, kernel, packages, source
-from .console import GuestError
+from . import entry, guest, images, initramfs, kernel, packages, source
 from .errors import SrpartError
 from .vm import VM, boot_spec
 
@@ -35,7 +34,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     for v in variants:
         k = kernel.build(args.kernel, v)
         how = f"built in {k.built_seconds:.1f} s" if k.built_seconds is not None else "up to date"
-        print(f"srpart: {k.series} {k.variant} ({k.version}): {k.bzimage} ({how})")
+        print(f"srpart: {k.kernel} {k.variant} ({k.version}): {k.bzimage} ({how})")
     print(f"srpart: initramfs {initramfs.build()}")
     return 0
 
@@ -49,12 +48,16 @@ def cmd_fixtures(args: argparse.Namespace) -> int:
 
 
 def cmd_boot(args: argparse.Namespace) -> int:
+    if not args.cd:
+        raise SrpartError("no --cd IMAGE given: the guest would have no CD drive "
+                          "(give one --cd per drive)")
     cds = [Path(c) for c in args.cd]
     for c in cds:
-        if not c.is_file():
-            raise SrpartError(f"image not found: {c}")
+        for w in images.check_cd_image(c):
+            print(f"srpart: warning: {w}", file=sys.stderr)
     source.tarball_for(args.kernel)
     packages.require(["qemu-system-x86", "busybox-static"])
+    kernel.build(args.kernel, args.variant)
     spec = boot_spec(args.kernel, args.variant, cds, partscan_cmdline(args.partscan), args.accel)
     command = " ".join(args.command) if args.command else guest.DEFAULT_CMD
     with VM(spec, f"boot-{args.kernel}-{args.variant}") as vm:
@@ -67,8 +70,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from fixtures import catalog
 
     imgs = catalog.drive_images(2)
+    version = kernel.build(args.kernel, "srpart").version
     spec = boot_spec(args.kernel, "srpart", [i.path for i in imgs], partscan_cmdline("on"), args.accel)
-    version = kernel.build(args.kernel, "srpart", quiet=True).version
     first = imgs[0].data[0]
     steps = [
         ("cat /proc/partitions", "/proc/partitions in the guest (sr_mod.partscan=1):"),
@@ -128,13 +131,4 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if getattr(args, "command", None) and args.command[:1] == ["--"]:
         args.command = args.command[1:]
-    try:
-        return args.func(args)
-    except SrpartError as e:
-        print(f"srpart: error: {e}", file=sys.stderr)
-        return 2
-    except GuestError as e:
-        print(f"srpart: guest failed: {e}", file=sys.stderr)
-        return 3
-    except KeyboardInterrupt:
-        return 130
+    return entry.call(lambda: args.func(args))

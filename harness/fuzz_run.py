@@ -20,102 +20,18 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import guest, paths
+from . import paths
+from . import kernel as kernels
 from .console import GuestError
 from .errors import SrpartError
+from .fuzz_check import PER_VM, ROUNDS, Outcome, VmResult, fuzz_vm
 from .vm import VM, boot_spec
 
-PER_VM = 8          # drives per VM
-ROUNDS = 8          # images per drive per VM: one at probe, ROUNDS-1 media swaps
-DISKS_CMD = "for d in /sys/block/sr*; do echo ${d##*/} $(cat $d/dev) $(cat $d/size); done"
 
-
-@dataclass
-class VmResult:
-    processed: int = 0                     # images whose round finished
-    partitions: int = 0
-    failures: list[tuple[list, list[str]]] = field(default_factory=list)  # (cases, problems)
-    kmemleak: bool = False                 # the kernel has kmemleak and the scan ran
-    leaks: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Outcome:
-    images: int = 0
-    vms: int = 0
-    partitions: int = 0
-    failures: list[str] = field(default_factory=list)
-    scans: int = 0                         # kmemleak scans
-    leaks: int = 0
-    seconds: float = 0.0
-
-
-def check_batch(vm: VM, n: int) -> tuple[int, list[str]]:
-    """The invariants for drives sr0..sr<n-1>; returns (partitions seen, problems)."""
-    problems = []
-    vm.check(" ".join(["srprobe"] + [f"/dev/sr{k}" for k in range(n)]) + " || true")
-    sizes = {}
-    for line in vm.check(DISKS_CMD, timeout=60).splitlines():
-        name, dev, size = line.split()
-        sizes[name] = int(size)
-        if dev != f"11:{name[2:]}":
-            problems.append(f"{name} is {dev}, not 11:{name[2:]}")
-    if len(sizes) != n:
-        problems.append(f"{len(sizes)} sr disks, {n} drives")
-    parts = guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD, timeout=180))
-    for p in parts:
-        disk = p.name.split("p")[0]
-        if p.start % 4 or p.size % 4:
-            problems.append(f"{p.name}: start {p.start} size {p.size} not 2048-aligned")
-        if p.start + p.size > sizes.get(disk, 0):
-            problems.append(f"{p.name}: {p.start}+{p.size} beyond the medium ({sizes.get(disk)})")
-        if p.major != 259:
-            problems.append(f"{p.name} is {p.major}:{p.minor}, not on the extended major")
-    return len(parts), problems
-
-
-def rounds_of(cases: list, per_vm: int = PER_VM) -> list[list]:
-    return [cases[i:i + per_vm] for i in range(0, len(cases), per_vm)]
-
-
-def fuzz_vm(vm: VM, cases: list) -> VmResult:
-    """Check the probed first round, swap the rest in round by round (the VM
-    needs QMP and must have booted with the first round's images), then scan
-    for leaks. Stops at the first failing round."""
-    res = VmResult()
-    rounds = rounds_of(cases)
-    drives = len(rounds[0])
-    for r, batch in enumerate(rounds):
-        try:
-            if r:
-                for k, c in enumerate(batch):
-                    vm.qmp.change_medium(f"cd{k}", c.path)
-            seen, problems = check_batch(vm, drives)
-        except (GuestError, SrpartError) as e:
-            seen, problems = 0, [str(e).splitlines()[0]]
-        if problems:
-            res.failures.append((batch, problems))
-            return res
-        res.processed += len(batch)
-        res.partitions += seen
-    try:
-        present, leaks = guest.parse_kmemleak(vm.check(guest.kmemleak_cmd(), timeout=300))
-    except (GuestError, SrpartError) as e:
-        res.failures.append((cases, [f"kmemleak scan: {str(e).splitlines()[0]}"]))
-        return res
-    res.kmemleak, res.leaks = present, leaks
-    if leaks:
-        res.failures.append((cases, [f"kmemleak: {len(leaks)} unreferenced objects, first: "
-                                     + leaks[0].splitlines()[0]]))
-    return res
-
-
-def run(seed: int, count: int, series: str, variant: str, keep: Path,
+def run(seed: int, count: int, kernel: str, variant: str, keep: Path,
         rounds: int = ROUNDS) -> Outcome:
     from fixtures import fuzz
 
@@ -126,8 +42,8 @@ def run(seed: int, count: int, series: str, variant: str, keep: Path,
     while i < len(cases):
         mine = cases[i:i + PER_VM * rounds]
         first = mine[:PER_VM]
-        name = f"fuzz-{series}-{variant}-{seed}-{out.vms}"
-        spec = boot_spec(series, variant, [c.path for c in first], ["sr_mod.partscan=1"],
+        name = f"fuzz-{kernel}-{variant}-{seed}-{out.vms}"
+        spec = boot_spec(kernel, variant, [c.path for c in first], ["sr_mod.partscan=1"],
                          qmp=True)
         try:
             with VM(spec, name) as vm:
@@ -171,12 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     print(f"srpart fuzz: seed {args.seed}, {args.count} images, {args.kernel} {args.variant} "
           f"(reproduce: --seed {args.seed} --count {args.count} --rounds {args.rounds})", flush=True)
-    try:
-        o = run(args.seed, args.count, args.kernel, args.variant, paths.BUILD / "fuzz" / "failed",
-                args.rounds)
-    except SrpartError as e:
-        print(f"srpart: error: {e}", file=sys.stderr)
-        return 2
+    kernels.build(args.kernel, args.variant)
+    o = run(args.seed, args.count, args.kernel, args.variant, paths.BUILD / "fuzz" / "failed",
+            args.rounds)
     print(f"srpart fuzz: {o.images} images in {o.vms} VMs, {o.partitions} partitions checked, "
           f"{len(o.failures)} failures, kmemleak scans {o.scans} (leaks {o.leaks}), "
           f"{o.seconds:.0f} s "
@@ -187,4 +100,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import entry
+    entry.run(main)

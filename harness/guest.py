@@ -63,6 +63,33 @@ def drive_partitions(sysparts: list[SysPartition], k: int) -> list[tuple[int, in
                   for p in sysparts if p.name.startswith(f"sr{k}p"))
 
 
+DISKS_CMD = "for d in /sys/block/sr*; do echo ${d##*/} $(cat $d/dev) $(cat $d/size); done"
+
+
+@dataclass(frozen=True)
+class Disk:
+    name: str          # sr0
+    dev: str           # 11:0
+    size: int          # 512-byte sectors
+
+
+def parse_disks(text: str) -> list[Disk]:
+    """DISKS_CMD's output: every sr whole disk."""
+    return [Disk(n, d, int(s)) for n, d, s in (line.split() for line in text.splitlines()
+                                               if line.strip())]
+
+
+def drive_partitions_of(vm, k: int) -> list[tuple[int, int, int]]:
+    """srK's partitions read from a guest (anything with check(command) -> output)."""
+    return drive_partitions(parse_sys_partitions(vm.check(PARTITIONS_CMD)), k)
+
+
+def layout_cmd(k: int) -> str:
+    """srK's partitions on one line, "number:start:size" each (512-byte sectors)."""
+    return (f"for p in /sys/block/sr{k}/sr{k}p*; do [ -e $p/start ] && "
+            f"read s < $p/start && read n < $p/size && echo ${{p##*/sr{k}p}}:$s:$n; done | sort -n | xargs")
+
+
 def wait_cmd(condition: str, seconds: float = 10) -> str:
     """A guest command that polls the shell `condition` every 0.1 s; status 1 on timeout."""
     n = int(seconds * 10)

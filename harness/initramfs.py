@@ -6,7 +6,6 @@ without root privileges or mknod.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import shutil
 import stat
@@ -14,6 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cache import Stamp, key_of
 from . import paths
 from .errors import SrpartError
 from .lock import locked
@@ -106,9 +106,8 @@ def _build() -> Path:
     src = b"\0".join((GUEST / f"{h}.c").read_bytes() for h in HELPERS)
     scripts = {name: (GUEST / name).read_bytes() for name in SCRIPTS}
     src += b"\0".join(scripts.values())
-    key = hashlib.sha256(bb + b"\0" + init + b"\0" + src).hexdigest()[:16]
-    stamp = outdir / "stamp"
-    if image.exists() and stamp.exists() and stamp.read_text() == key:
+    stamp = Stamp(outdir / "stamp", key_of(bb, init, src, sep=b"\0"))
+    if stamp.fresh(image):
         return image
     helpers = {h: build_helper(h, outdir / h) for h in HELPERS}
     data = Cpio()
@@ -117,5 +116,5 @@ def _build() -> Path:
     tmp = image.with_suffix(".tmp")
     tmp.write_bytes(gzip.compress(data.finish(), compresslevel=6, mtime=0))
     tmp.replace(image)
-    stamp.write_text(key)
+    stamp.write()
     return image

@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cache import Stamp
 from .errors import SrpartError
 
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
@@ -68,14 +69,14 @@ def configure(tree: Path, obj: Path, requested: Kconfig) -> None:
     """tinyconfig, merge the fragment with merge_config.sh, olddefconfig, validate."""
     obj.mkdir(parents=True, exist_ok=True)
     frag = obj / "srpart.fragment"
-    stamp = obj / "srpart.fragment.stamp"
     text = requested.render()
-    if (obj / ".config").exists() and stamp.exists() and stamp.read_text() == text:
+    stamp = Stamp(obj / "srpart.fragment.stamp", text)
+    if stamp.fresh(obj / ".config"):
         # same fragment, maybe another variant's Kconfig: olddefconfig adds or
         # drops that variant's symbols (about 1 s instead of 7)
         steps = [["make", "-s", f"O={obj}", "olddefconfig"]]
     else:
-        stamp.unlink(missing_ok=True)
+        stamp.drop()
         frag.write_text(text)
         steps = [
             ["make", "-s", f"O={obj}", "tinyconfig"],
@@ -88,4 +89,4 @@ def configure(tree: Path, obj: Path, requested: Kconfig) -> None:
             tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["?"]
             raise SrpartError(f"{' '.join(cmd[:3])} failed in {tree}: {tail[0]}")
     validate_config(requested, obj / ".config")
-    stamp.write_text(text)
+    stamp.write()

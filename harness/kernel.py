@@ -1,50 +1,71 @@
-"""Build test kernels. Variants of one version share one object tree.
+"""Build test kernels: the variants of one kernel (6.1, 6.12), from one table.
 
-  unpatched      srpart-base (the pristine tarball)
-  srpart         branch with patches/<version>/ applied
-  sr-only        patches/naive-<version>/: sr drops GENHD_FL_NO_PART and
-                 nothing else (upstream parsers), what a naive patch gives,
-                 and what v1 gave with CONFIG_CDROM=m (pytest/test_media_without_fixes.py)
-  srpart-module  srpart with CONFIG_BLK_DEV_SR=m and CONFIG_CDROM=m, in the
-                 same object tree; sr_mod.ko and cdrom.ko go into an extra
-                 initramfs archive, modules.cpio.gz. The switch rebuilds about
-                 170 files (blkdev.h tests IS_REACHABLE(CONFIG_CDROM)): 130-160 s
-                 here, against 340 s for a second cold object tree
-  legacy         patches/legacy-<version>/: the 2004 approach, for
-                 comparison only (6.1)
-  srpart-debug   srpart plus Kconfig.debug.fragment (KASAN, UBSAN, lockdep,
-                 kmemleak; own object tree). Built on demand only
-                 (`make debug-kernel`), never by `make kernels`.
+VARIANTS below says, for each variant, which patches/ directory it applies
+(its git branch in the extracted tree), what it adds to Kconfig.fragment,
+which object tree it builds in, and who builds it. `make kernels` (srpart
+build --variant tested) builds the "kernels" ones; booting builds nothing
+it was not asked to (see ensure()).
 
-A variant's bzImage is copied to build/kernels/<version>/<variant>/ with a
+A variant's bzImage is copied to build/kernels/<kernel>/<variant>/ with a
 stamp of (source tree id, config). A hit costs nothing; a miss checks the
-variant's tree out and lets kbuild rebuild what changed (about 10 s between
-variants, since kbuild tracks dependencies per config symbol).
+variant's tree out and lets kbuild rebuild what changed: about 10 s between
+variants of one object tree when only sr.o differs, 130-280 s for the
+module variant (blkdev.h tests IS_REACHABLE(CONFIG_CDROM)).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cache import Stamp, key_of
 from . import kconfig, paths, source
 from .lock import locked
 from .errors import SrpartError
 
-# unpatched: srpart-base; srpart: the whole series; sr-only: patches/naive-<v>/
-# (sr.c scans, the parsers are upstream's) -- what a naive patch gives, for
-# docs/media.md and the tests that show why the parser patches exist.
-VARIANTS = ("unpatched", "srpart", "sr-only", "srpart-module", "legacy", "srpart-debug")
-ON_DEMAND = ("srpart-debug",)     # not part of "all"
-REPORT_ONLY = ("legacy",)   # only make abi-report boots it
-DEBUG_SUFFIX = "-debug"
-MODULE_SUFFIX = "-module"
 MODULE_CONFIG = {"CONFIG_BLK_DEV_SR": "m", "CONFIG_CDROM": "m"}   # sr selects cdrom
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    patches: str | None          # patches/<dir> ("{kernel}" is filled in); None: pristine
+    about: str
+    config: dict[str, str] = field(default_factory=dict)   # added to Kconfig.fragment
+    fragment: str | None = None  # a second fragment file, added the same way
+    obj: str = ""                # object tree build/obj/<kernel><obj>
+    built_by: str = "kernels"    # "kernels": make kernels; "report": make abi-report; "demand"
+    modules: bool = False        # sr_mod.ko and cdrom.ko packed into modules.cpio.gz
+
+    def patch_dir(self, kernel: str) -> str | None:
+        return self.patches.format(kernel=kernel) if self.patches else None
+
+    def ref(self, kernel: str) -> str:
+        """The git branch of the extracted tree the variant builds."""
+        return self.patch_dir(kernel) or "srpart-base"
+
+
+VARIANTS: dict[str, Variant] = {v.name: v for v in (
+    Variant("unpatched", None, "the pristine tarball (branch srpart-base)"),
+    Variant("srpart", "{kernel}", "the whole series, sr built in"),
+    Variant("srpart-partscan-y", "{kernel}", "the series with CONFIG_BLK_DEV_SR_PARTSCAN=y "
+            "(only sr.o differs): partscan on unless sr_mod.partscan=0",
+            config={"CONFIG_BLK_DEV_SR_PARTSCAN": "y"}),
+    Variant("sr-only", "naive-{kernel}", "sr drops GENHD_FL_NO_PART and nothing else, "
+            "upstream's parsers: a naive patch, and v1 with CONFIG_CDROM=m"),
+    Variant("srpart-module", "{kernel}", "the series with sr and cdrom as modules, as "
+            "distributions build them; init loads sr_mod like udev would",
+            config=MODULE_CONFIG, modules=True),
+    Variant("legacy", "legacy-{kernel}", "the 2004 approach, for docs/abi-impact.md only",
+            built_by="report"),
+    Variant("srpart-debug", "{kernel}", "the series plus Kconfig.debug.fragment (KASAN, UBSAN, "
+            "lockdep, kmemleak) for make fuzz/stress", fragment="Kconfig.debug.fragment",
+            obj="-debug", built_by="demand"),
+)}
 
 # How the series' sr is built, for the tests that run on both: into the kernel
 # (the test kernel), or as modules (sr_mod.ko, cdrom.ko) as every distribution
@@ -54,20 +75,28 @@ SR_BUILDS = {"builtin": ("srpart", []),
              "module": ("srpart-module", ["srpart.modprobe=sr_mod"])}
 
 
+def variant(name: str) -> Variant:
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise SrpartError(f"unknown kernel variant {name!r}: choose one of "
+                          f"{', '.join(VARIANTS)}") from None
+
+
 @dataclass(frozen=True)
 class Kernel:
-    series: str        # "6.1"
-    variant: str       # one of VARIANTS
+    kernel: str        # "6.1"
+    variant: str       # a key of VARIANTS
     version: str       # "6.1.192"
     bzimage: Path
     config: Path
     built_seconds: float | None = None   # None: taken from cache
-    modules: Path | None = None          # modules.cpio.gz, for -module variants
+    modules: Path | None = None          # modules.cpio.gz, for variants with modules
 
 
-def record_timing(series: str, variant: str, seconds: float, cold: bool) -> None:
-    """Append to build/kernels/<series>/timings.json, which `make bench` reports."""
-    f = paths.KERNELS / series / "timings.json"
+def record_timing(kernel: str, variant: str, seconds: float, cold: bool) -> None:
+    """Append to build/kernels/<kernel>/timings.json, which `make bench` reports."""
+    f = paths.KERNELS / kernel / "timings.json"
     rows = json.loads(f.read_text()) if f.exists() else []
     rows.append({"variant": variant, "seconds": round(seconds, 1), "cold": cold,
                  "when": time.strftime("%Y-%m-%dT%H:%M:%S")})
@@ -75,14 +104,13 @@ def record_timing(series: str, variant: str, seconds: float, cold: bool) -> None
     f.write_text(json.dumps(rows[-50:], indent=1))
 
 
-def requested_config(variant: str = "srpart") -> kconfig.Kconfig:
+def requested_config(name: str = "srpart") -> kconfig.Kconfig:
+    """Kconfig.fragment plus what the variant adds."""
+    v = variant(name)
     want = kconfig.Kconfig.read(paths.FRAGMENT)
-    if variant.endswith(MODULE_SUFFIX):
-        return want.with_options(MODULE_CONFIG)
-    if variant.endswith(DEBUG_SUFFIX):
-        debug = kconfig.Kconfig.read(paths.ROOT / "Kconfig.debug.fragment")
-        return want.with_options(debug.options)
-    return want
+    if v.fragment:
+        want = want.with_options(kconfig.Kconfig.read(paths.ROOT / v.fragment).options)
+    return want.with_options(v.config) if v.config else want
 
 
 def make_modules(tree: Path, obj: Path, jobs: int, log: Path, out: Path) -> Path:
@@ -126,82 +154,101 @@ def make_bzimage(tree: Path, obj: Path, jobs: int, log: Path, what: str) -> Path
     return obj / "arch/x86/boot/bzImage"
 
 
-def series_for(series: str, variant: str) -> str | None:
-    """The patches/<dir> a variant applies, None for the pristine tree."""
-    if variant == "unpatched":
-        return None
-    if variant == "sr-only":
-        return f"naive-{series}"
-    return f"legacy-{series}" if variant == "legacy" else series
+def available(kernel: str) -> list[str]:
+    """The variants that exist for a kernel (legacy only where ported), debug aside."""
+    return [v.name for v in VARIANTS.values() if v.built_by != "demand" and
+            (v.patches is None or (paths.PATCHES / v.patch_dir(kernel)).is_dir())]
 
 
-def available(series: str) -> list[str]:
-    """The variants that exist for a kernel version (legacy only where ported)."""
-    return [v for v in VARIANTS if v not in ON_DEMAND and
-            (series_for(series, v) is None or (paths.PATCHES / series_for(series, v)).is_dir())]
-
-
-def tested(series: str) -> list[str]:
+def tested(kernel: str) -> list[str]:
     """The variants the pytest matrix boots: what `make kernels` builds."""
-    return [v for v in available(series) if v not in REPORT_ONLY]
+    return [n for n in available(kernel) if VARIANTS[n].built_by == "kernels"]
 
 
-def _ref_for(src: source.KernelSource, series: str, variant: str) -> str:
-    if variant in ("srpart" + MODULE_SUFFIX, "srpart" + DEBUG_SUFFIX):
-        return series
-    if variant == "legacy":
-        return f"legacy-{series}"
-    if variant == "unpatched":
-        return "srpart-base"
-    if variant == "srpart":
-        return series
-    if variant == "sr-only":
-        return f"naive-{series}"
-    raise SrpartError(f"unknown kernel variant {variant!r}: choose one of {', '.join(VARIANTS)}")
+def artifact_dir(kernel: str, variant: str) -> Path:
+    return paths.KERNELS / kernel / variant
 
 
-def artifact_dir(series: str, variant: str) -> Path:
-    return paths.KERNELS / series / variant
+def build_command(kernel: str, name: str) -> str:
+    return (f"make kernels KERNELS={kernel}" if VARIANTS[name].built_by == "kernels" else
+            f"./srpart build --kernel {kernel} --variant {name}")
 
 
-def build(series: str, variant: str, jobs: int | None = None, quiet: bool = False) -> Kernel:
+@dataclass(frozen=True)
+class _Plan:
+    src: source.KernelSource
+    variant: Variant
+    key: str           # what the artifact's stamp must hold to be current
+    out: Path
+
+    def kernel_of(self, built_seconds: float | None = None) -> Kernel:
+        return Kernel(self.src.kernel, self.variant.name, self.src.version,
+                      self.out / "bzImage", self.out / "config", built_seconds,
+                      self.out / "modules.cpio.gz" if self.variant.modules else None)
+
+    @property
+    def stamp(self) -> Stamp:
+        return Stamp(self.out / "stamp", self.key)
+
+    def current(self) -> bool:
+        return self.stamp.fresh(self.out / "bzImage")
+
+
+def _plan(kernel: str, name: str) -> _Plan:
+    """What building a variant means now (call under the kernel's lock): its
+    series applied as a branch, and the stamp its artifact must carry."""
+    v = variant(name)
+    src = source.extract(kernel)
+    if name not in available(kernel) and v.built_by != "demand":
+        raise SrpartError(f"kernel variant {name} does not exist for {kernel}: "
+                          f"no patches/{v.patch_dir(kernel)}/")
+    if v.patches:
+        source.apply_series(src, v.patch_dir(kernel))
+    want = requested_config(name)
+    key = key_of(source.tree_id(src, v.ref(kernel)), want.render())
+    return _Plan(src, v, key, artifact_dir(kernel, name))
+
+
+def _lock(kernel: str):
+    return locked(paths.BUILD / "locks" / f"kernel-{kernel}.lock")
+
+
+def built(kernel: str, name: str) -> Kernel:
+    """The up-to-date build of a variant, for booting. Booting never builds: a
+    missing or stale kernel is one line naming the command that builds it."""
+    with _lock(kernel):
+        plan = _plan(kernel, name)
+        if plan.current():
+            return plan.kernel_of()
+    why = "stale (its series, tree or config changed)" if plan.stamp.exists() \
+        else "not built"
+    raise SrpartError(f"kernel {kernel} {name} is {why}: run `{build_command(kernel, name)}`")
+
+
+def build(kernel: str, name: str, jobs: int | None = None, quiet: bool = False) -> Kernel:
+    """Build a variant unless its artifact is current; the build stage's one entry."""
     jobs = jobs or os.cpu_count() or 1
-    with locked(paths.BUILD / "locks" / f"kernel-{series}.lock"):
-        src = source.extract(series)
-        if variant not in VARIANTS:
-            _ref_for(src, series, variant)     # raises the error naming the choices
-        if variant not in available(series) and variant not in ON_DEMAND:
-            raise SrpartError(f"kernel variant {variant} does not exist for {series}: "
-                              f"no patches/{series_for(series, variant)}/")
-        if series_for(series, variant):
-            source.apply_series(src, series_for(series, variant))
-        ref = _ref_for(src, series, variant)
-        want = requested_config(variant)
-        module = variant.endswith(MODULE_SUFFIX)
-        key = hashlib.sha256(f"{source.tree_id(src, ref)}\n{want.render()}".encode()).hexdigest()[:16]
-        out = artifact_dir(series, variant)
-        stamp = out / "stamp"
-        mods = out / "modules.cpio.gz" if module else None
-        if stamp.exists() and stamp.read_text() == key and (out / "bzImage").exists():
-            return Kernel(series, variant, src.version, out / "bzImage", out / "config",
-                          modules=mods)
+    with _lock(kernel):
+        plan = _plan(kernel, name)
+        if plan.current():
+            return plan.kernel_of()
+        src, v, out = plan.src, plan.variant, plan.out
         t0 = time.monotonic()
-        source.checkout(src, ref)
-        obj = paths.OBJ / (series + (DEBUG_SUFFIX if variant.endswith(DEBUG_SUFFIX) else ""))
+        source.checkout(src, v.ref(kernel))
+        obj = paths.OBJ / (kernel + v.obj)
         cold = not (obj / "vmlinux").exists()
-        kconfig.configure(src.tree, obj, want)
+        kconfig.configure(src.tree, obj, requested_config(name))
         if not quiet:
-            print(f"srpart: building {series} {variant} ({src.version}) in {obj}", flush=True)
-        bz = make_bzimage(src.tree, obj, jobs, paths.LOGS / f"build-{series}-{variant}.log",
-                          f"{series} {variant}")
+            print(f"srpart: building {kernel} {name} ({src.version}) in {obj}", flush=True)
+        log = paths.LOGS / f"build-{kernel}-{name}.log"
+        bz = make_bzimage(src.tree, obj, jobs, log, f"{kernel} {name}")
         out.mkdir(parents=True, exist_ok=True)
-        if module:
-            make_modules(src.tree, obj, jobs, paths.LOGS / f"build-{series}-{variant}.log", out)
+        if v.modules:
+            make_modules(src.tree, obj, jobs, log, out)
         shutil.copy2(bz, out / "bzImage")
         shutil.copy2(obj / ".config", out / "config")
         (out / "version").write_text(src.version + "\n")
-        stamp.write_text(key)
+        plan.stamp.write()
         seconds = time.monotonic() - t0
-        record_timing(series, variant, seconds, cold)
-        return Kernel(series, variant, src.version, out / "bzImage", out / "config",
-                      built_seconds=seconds, modules=mods)
+        record_timing(kernel, name, seconds, cold)
+        return plan.kernel_of(seconds)

@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import re
-import sys
 
-from . import guest, paths
-from .errors import SrpartError
+from . import docstamp, guest, paths
 from .vm import VM, boot_spec
 
 COLUMNS = (("unpatched", "unpatched 6.1"),
@@ -83,7 +81,7 @@ def _lines_for(dmesg: str, k: int) -> list[str]:
     return out
 
 
-def run(series: str) -> str:
+def run(kernel: str) -> str:
     from fixtures import catalog
 
     kinds = catalog.MIXED + catalog.REST
@@ -91,8 +89,8 @@ def run(series: str) -> str:
     cells: dict[str, list[str]] = {}
     version = ""
     for variant, _ in COLUMNS:
-        spec = boot_spec(series, variant, [i.path for i in images], ["sr_mod.partscan=1"])
-        with VM(spec, f"media-report-{series}-{variant}") as vm:
+        spec = boot_spec(kernel, variant, [i.path for i in images], ["sr_mod.partscan=1"])
+        with VM(spec, f"media-report-{kernel}-{variant}") as vm:
             dmesg = vm.check("dmesg")
             parts = guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD))
             version = vm.check("uname -r").strip() if variant == "srpart" else version
@@ -108,7 +106,7 @@ def run(series: str) -> str:
         meta = catalog.KINDS[kind]
         row = [f"`{kind}`", meta.writer, meta.units, *(cells[v][k] for v, _ in COLUMNS), meta.how]
         doc += "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |\n"
-    return doc + OUTRO
+    return doc + OUTRO + docstamp.line([kernel, f"naive-{kernel}"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,11 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernel", default="6.1")
     ap.add_argument("--out", default=str(DOC))
     args = ap.parse_args(argv)
-    try:
-        text = run(args.kernel)
-    except SrpartError as e:
-        print(f"srpart: error: {e}", file=sys.stderr)
-        return 1
+    text = run(args.kernel)
     with open(args.out, "w") as fh:
         fh.write(text)
     print(f"srpart: wrote {args.out}")
@@ -128,4 +122,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import entry
+    entry.run(main)

@@ -9,6 +9,9 @@ from pathlib import Path
 from .errors import SrpartError
 
 QEMU = "qemu-system-x86_64"
+# How long the guest init waits for the drives to be probed before it prints
+# READY with what it has (srpart.probe_wait=); vm.BOOT_TIMEOUT is derived from it.
+PROBE_WAIT_S = 90
 
 
 def kvm_usable(cpuinfo: str | None = None, dev: str = "/dev/kvm") -> bool:
@@ -66,7 +69,8 @@ class QemuConfig:
 
     def argv(self) -> list[str]:
         append = ["console=ttyS0", "panic=-1", f"srpart.drives={self.count('scsi-cd')}",
-                  f"srpart.disks={self.count('scsi-hd')}", *self.cmdline]
+                  f"srpart.disks={self.count('scsi-hd')}", f"srpart.probe_wait={PROBE_WAIT_S}",
+                  *self.cmdline]
         argv = [
             QEMU, "-machine", f"q35,accel={self.accel}", *(["-cpu", "host"] if self.accel == "kvm" else []),
             "-m", str(self.memory_mb), "-smp", "1",

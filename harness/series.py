@@ -10,13 +10,13 @@ that block) and shows a before/after /proc/partitions.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from .cache import Stamp, key_of
 from . import paths, source
 from .errors import SrpartError
 from .lock import locked
@@ -76,38 +76,39 @@ def set_cover_maintainers(cover: str, names: list[str]) -> str:
     return cover[:at] + block + "\n" + cover[at:]
 
 
-def build_each(src: source.KernelSource, series: str) -> int:
+def build_each(src: source.KernelSource, kernel: str) -> int:
     """Build the srpart test kernel after every patch; return the number that failed."""
-    from . import kconfig, kernel
+    from . import kconfig
+    from . import kernel as kernels
 
-    obj = paths.OBJ / series
-    revs = source.git_out(src, "rev-list", "--reverse", f"srpart-base..{series}").split()
+    obj = paths.OBJ / kernel
+    revs = source.git_out(src, "rev-list", "--reverse", f"srpart-base..{kernel}").split()
     # the same patch trees with the same config were all built before: nothing to prove again
     trees = [source.tree_id(src, rev) for rev in revs]
-    key = hashlib.sha256("\n".join([*trees, kernel.requested_config().render()]).encode()).hexdigest()
-    stamp = obj / "srpart.series-check.stamp"
-    if stamp.exists() and stamp.read_text() == key:
+    stamp = Stamp(obj / "srpart.series-check.stamp",
+                  key_of(*trees, kernels.requested_config().render(), length=64))
+    if stamp.fresh():
         print(f"  builds after each of {len(revs)} patches: up to date (same trees, same config)")
         return 0
-    stamp.unlink(missing_ok=True)
+    stamp.drop()
     failed = 0
     try:
         for n, rev in enumerate(revs, 1):
             subject = source.git_out(src, "log", "-1", "--format=%s", rev).strip()
             source.checkout(src, rev)
-            kconfig.configure(src.tree, obj, kernel.requested_config())
-            log = paths.LOGS / f"series-check-{series}-{n}.log"
+            kconfig.configure(src.tree, obj, kernels.requested_config())
+            log = paths.LOGS / f"series-check-{kernel}-{n}.log"
             try:
-                kernel.make_bzimage(src.tree, obj, os.cpu_count() or 1, log,
-                                    f"{series} after patch {n}")
+                kernels.make_bzimage(src.tree, obj, os.cpu_count() or 1, log,
+                                    f"{kernel} after patch {n}")
                 print(f"  build after {n}/{len(revs)} ({subject}): ok")
             except SrpartError as e:
                 failed += 1
                 print(f"  build after {n}/{len(revs)} ({subject}): FAILED: {e}")
     finally:
-        source.checkout(src, series)
+        source.checkout(src, kernel)
     if not failed:
-        stamp.write_text(key)
+        stamp.write()
     return failed
 
 
@@ -136,40 +137,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--update-cover", action="store_true",
                     help="write get_maintainer.pl's answer into the cover letter")
     args = ap.parse_args(argv)
-    try:
-        with locked(paths.BUILD / "locks" / f"kernel-{args.kernel}.lock"):
-            src = source.extract(args.kernel)
-            # applied with git am onto srpart-base by `make kernels`; redone
-            # only when the series changed (apply_series keeps its hash)
-            commit = source.apply_series(src, args.kernel)
-            files = source.series_files(args.kernel)
-            print(f"srpart: git am of {len(files)} patches onto linux-source-{args.kernel} "
-                  f"{src.version}: ok ({commit[:12]})")
-            bad = 0
-            for f in sorted(paths.PATCHES.joinpath(args.kernel).glob("*.patch")):
-                ws = trailing_whitespace(f)
-                if ws:
-                    bad += 1
-                    print(f"  trailing whitespace: {', '.join(ws)}")
-                if f.name.startswith("0000-"):
-                    continue
-                e, w, c, out = checkpatch(src.tree, f)
-                print(f"  checkpatch --strict {f.name}: {e} errors, {w} warnings, {c} checks")
-                if e or w or c:
-                    bad += 1
-                    print(out)
-            if args.build_each or args.update_cover:
-                bad += check_cover(src, args.kernel, files, args.update_cover)
-            if args.build_each:
-                bad += build_each(src, args.kernel)
-    except SrpartError as e:
-        print(f"srpart: error: {e}", file=sys.stderr)
-        return 2
+    with locked(paths.BUILD / "locks" / f"kernel-{args.kernel}.lock"):
+        src = source.extract(args.kernel)
+        # applied with git am onto srpart-base by `make kernels`; redone
+        # only when the series changed (apply_series keeps its hash)
+        commit = source.apply_series(src, args.kernel)
+        files = source.series_files(args.kernel)
+        print(f"srpart: git am of {len(files)} patches onto linux-source-{args.kernel} "
+              f"{src.version}: ok ({commit[:12]})")
+        bad = 0
+        for f in sorted(paths.PATCHES.joinpath(args.kernel).glob("*.patch")):
+            ws = trailing_whitespace(f)
+            if ws:
+                bad += 1
+                print(f"  trailing whitespace: {', '.join(ws)}")
+            if f.name.startswith("0000-"):
+                continue
+            e, w, c, out = checkpatch(src.tree, f)
+            print(f"  checkpatch --strict {f.name}: {e} errors, {w} warnings, {c} checks")
+            if e or w or c:
+                bad += 1
+                print(out)
+        if args.build_each or args.update_cover:
+            bad += check_cover(src, args.kernel, files, args.update_cover)
+        if args.build_each:
+            bad += build_each(src, args.kernel)
     return 1 if bad else 0
 
 
-def check_cover(src: source.KernelSource, series: str, files: list[Path], update: bool) -> int:
-    cover_path = paths.PATCHES / series / "0000-cover-letter.patch"
+def check_cover(src: source.KernelSource, kernel: str, files: list[Path], update: bool) -> int:
+    cover_path = paths.PATCHES / kernel / "0000-cover-letter.patch"
     cover = cover_path.read_text()
     names = get_maintainers(src.tree, files)
     bad = 0
@@ -181,7 +178,7 @@ def check_cover(src: source.KernelSource, series: str, files: list[Path], update
     if recorded != names:
         bad += 1
         print(f"  cover letter: get_maintainer.pl block {'missing' if recorded is None else 'stale'}; "
-              f"run: {sys.executable} -m harness.series --kernel {series} --update-cover")
+              f"run: {sys.executable} -m harness.series --kernel {kernel} --update-cover")
     else:
         print(f"  cover letter: get_maintainer.pl block current ({len(names)} lines)")
     if cover.count("major minor  #blocks  name") < 2:
@@ -191,4 +188,5 @@ def check_cover(src: source.KernelSource, series: str, files: list[Path], update
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import entry
+    entry.run(main)

@@ -2,8 +2,8 @@
 
 The tree is a git repository with two refs:
   srpart-base  the pristine tarball contents
-  <series>     a branch with patches/<series>/*.patch applied by `git am`
-Switching the work tree between refs only touches the files the series
+  <kernel>     a branch with patches/<kernel>/*.patch applied by `git am`
+Switching the work tree between refs only touches the files the kernel
 changes, so one object tree serves every variant of a kernel version.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cache import Stamp
 from . import paths
 from .errors import SrpartError
 
@@ -24,17 +25,17 @@ KNOWN_KERNELS = ("6.1", "6.12")
 
 @dataclass(frozen=True)
 class KernelSource:
-    series: str          # "6.1", "6.12"
+    kernel: str          # "6.1", "6.12"
     tree: Path           # extracted source, a git work tree
     version: str         # full version read from the tree's Makefile, e.g. 6.1.192
 
 
-def tarball_for(series: str) -> Path:
-    if series not in KNOWN_KERNELS:
-        raise SrpartError(f"unknown kernel {series!r}: choose one of {', '.join(KNOWN_KERNELS)}")
-    tb = paths.TARBALL_DIR / f"linux-source-{series}.tar.xz"
+def tarball_for(kernel: str) -> Path:
+    if kernel not in KNOWN_KERNELS:
+        raise SrpartError(f"unknown kernel {kernel!r}: choose one of {', '.join(KNOWN_KERNELS)}")
+    tb = paths.TARBALL_DIR / f"linux-source-{kernel}.tar.xz"
     if not tb.exists():
-        raise SrpartError(f"{tb} not found: install it with apt-get install linux-source-{series}")
+        raise SrpartError(f"{tb} not found: install it with apt-get install linux-source-{kernel}")
     return tb
 
 
@@ -58,30 +59,30 @@ def _tarball_id(tb: Path) -> str:
     return f"{tb.name} {st.st_size} {int(st.st_mtime)}"
 
 
-def extract(series: str) -> KernelSource:
+def extract(kernel: str) -> KernelSource:
     """Extract the tarball once; re-extract when Debian updates it."""
-    tb = tarball_for(series)
-    top = paths.SRC / f"linux-source-{series}"
-    stamp = paths.SRC / f"linux-source-{series}.stamp"
-    if not (stamp.exists() and stamp.read_text() == _tarball_id(tb) and (top / ".git").exists()):
+    tb = tarball_for(kernel)
+    top = paths.SRC / f"linux-source-{kernel}"
+    stamp = Stamp(paths.SRC / f"linux-source-{kernel}.stamp", _tarball_id(tb))
+    if not stamp.fresh(top / ".git"):
         paths.SRC.mkdir(parents=True, exist_ok=True)
         if top.exists():
             subprocess.run(["rm", "-rf", str(top)], check=True)
-        stamp.unlink(missing_ok=True)
+        stamp.drop()
         print(f"srpart: extracting {tb}", flush=True)
         subprocess.run(["tar", "-xJf", str(tb), "-C", str(paths.SRC)], check=True)
         if not top.is_dir():
-            raise SrpartError(f"{tb} did not contain linux-source-{series}/")
+            raise SrpartError(f"{tb} did not contain linux-source-{kernel}/")
         # Debian's top-level .gitignore ignores everything: add with -f
         _git(top, "init", "-q")
         _git(top, "add", "-A", "-f")
         _git(top, "commit", "-q", "-m", f"{tb.name} pristine")
         _git(top, "tag", "-f", "srpart-base")
-        stamp.write_text(_tarball_id(tb))
+        stamp.write()
     version = makefile_version(top)
-    if not (version == series or version.startswith(series + ".")):
-        raise SrpartError(f"{tb} holds kernel {version}, not {series}")
-    return KernelSource(series=series, tree=top, version=version)
+    if not (version == kernel or version.startswith(kernel + ".")):
+        raise SrpartError(f"{tb} holds kernel {version}, not {kernel}")
+    return KernelSource(kernel=kernel, tree=top, version=version)
 
 
 def series_files(name: str) -> list[Path]:
@@ -141,9 +142,9 @@ def apply_series(src: KernelSource, name: str) -> str:
     files = series_files(name)
     want = series_hash(files)
     tree = src.tree
-    stamp = tree / ".git" / f"srpart-series-{name.replace('/', '_')}"
+    stamp = Stamp(tree / ".git" / f"srpart-series-{name.replace('/', '_')}", want)
     have = _git(tree, "rev-parse", "-q", "--verify", f"refs/heads/{name}", check=False)
-    if have.returncode == 0 and stamp.exists() and stamp.read_text() == want:
+    if have.returncode == 0 and stamp.fresh():
         return have.stdout.strip()
     _git(tree, "am", "--abort", check=False)
     _git(tree, "checkout", "-q", "-f", "srpart-base")
@@ -155,10 +156,10 @@ def apply_series(src: KernelSource, name: str) -> str:
             _git(tree, "am", "--abort", check=False)
             _git(tree, "checkout", "-q", "-f", "srpart-base")
             _git(tree, "branch", "-D", name, check=False)
-            stamp.unlink(missing_ok=True)
-            raise SrpartError(f"{f.relative_to(paths.ROOT)} does not apply to linux-source-{src.series} "
+            stamp.drop()
+            raise SrpartError(f"{f.relative_to(paths.ROOT)} does not apply to linux-source-{src.kernel} "
                               f"{src.version}: {describe_failure(tree, f)}")
-    stamp.write_text(want)
+    stamp.write()
     return _git(tree, "rev-parse", "HEAD").stdout.strip()
 
 

@@ -24,7 +24,9 @@ from .errors import SrpartError
 from .lock import locked
 from .qmp import QMP
 
-BOOT_TIMEOUT = 120.0     # TCG on a loaded CI machine; a normal boot takes ~2 s
+# The guest init waits up to qemu.PROBE_WAIT_S for its drives, after the kernel
+# has booted (~2 s here, far more under a sanitizer kernel on a loaded machine)
+BOOT_TIMEOUT = qemu.PROBE_WAIT_S + 30.0
 SHUTDOWN_TIMEOUT = 30.0
 
 
@@ -55,7 +57,8 @@ def _with_modules(initrd: Path, modules: Path) -> Path:
     xdist worker's QEMU may be reading the file: write a new one and rename it over,
     under the same lock, never rewrite it in place."""
     both = modules.parent / "initrd.cpio.gz"
-    with locked(modules.parent / ".initrd.lock"):
+    lock = paths.BUILD / "locks" / f"initrd-{modules.parent.parent.name}-{modules.parent.name}.lock"
+    with locked(lock):
         data = initrd.read_bytes() + modules.read_bytes()
         if not both.exists() or both.read_bytes() != data:
             tmp = both.with_name(f".{both.name}.{os.getpid()}")
@@ -64,24 +67,23 @@ def _with_modules(initrd: Path, modules: Path) -> Path:
     return both
 
 
-def boot_spec(series: str, variant: str, images: list[Path | qemu.Drive | None],
-              cmdline: list[str],
-              accel: str | None = None, drive_kind: str = "scsi-cd",
-              block_size: int | None = None, qmp: bool = False, paused: bool = False
-              ) -> BootSpec:
-    """The usual spec: a built kernel variant, the initramfs, one drive per image
-    (a scsi-cd, or a scsi-hd to show what a non-CD disk makes of the same bytes);
-    an image given as a qemu.Drive is used as it is."""
-    from . import initramfs, kernel
+def boot_spec(kernel: str, variant: str, drives: list[Path | qemu.Drive | None],
+              cmdline: list[str], accel: str | None = None, qmp: bool = False,
+              paused: bool = False) -> BootSpec:
+    """The usual spec: a built kernel variant, the initramfs, one drive each. A
+    drive is a qemu.Drive (the one description of a drive: scsi-cd or scsi-hd,
+    block size, injected read errors); a bare path is a scsi-cd holding it,
+    None an empty scsi-cd."""
+    from . import initramfs
+    from .kernel import built
 
-    k = kernel.build(series, variant, quiet=True)
+    k = built(kernel, variant)
     initrd = initramfs.build()
     if k.modules:   # the kernel reads concatenated archives: base + lib/modules
         initrd = _with_modules(initrd, k.modules)
     return BootSpec(kernel=k.bzimage, initrd=initrd,
-                    drives=[i if isinstance(i, qemu.Drive) else
-                            qemu.Drive(Path(i).resolve() if i else None, drive_kind, block_size)
-                            for i in images],
+                    drives=[d if isinstance(d, qemu.Drive) else
+                            qemu.Drive(Path(d).resolve() if d else None) for d in drives],
                     cmdline=list(cmdline), accel=accel, qmp=qmp, paused=paused)
 
 
@@ -154,7 +156,7 @@ class VM:
                 if prepare:
                     prepare(self.qmp)
                 self.qmp.cmd("cont")
-            self.console.wait_ready(BOOT_TIMEOUT)
+            self.console.wait_ready(BOOT_TIMEOUT, qemu.PROBE_WAIT_S)
         except BaseException:
             self._kill()
             raise
@@ -191,7 +193,23 @@ class VM:
             self.console.wait_exit(SHUTDOWN_TIMEOUT)
         finally:
             self.total_seconds = time.monotonic() - self._t0
+            self._record_nudges()
             self._kill()
+
+    def _record_nudges(self) -> None:
+        """One line per VM in build/logs/nudges.tsv (name, commands, commands that
+        needed a wake-up newline, newlines sent): the TCG workaround in
+        Console.run(), made visible; pytest's summary adds them up."""
+        c = self.console
+        if c is None:
+            return
+        line = f"{self.name}\t{c.commands}\t{c.nudged}\t{c.nudges}\n"
+        self.cmd_log.parent.mkdir(parents=True, exist_ok=True)
+        with open(paths.LOGS / "nudges.tsv", "a") as fh:     # one short O_APPEND write
+            fh.write(line)
+        if self.child is not None and self.child.logfile_read:
+            self.child.logfile_read.write(f"# {c.commands} commands, {c.nudged} needed a "
+                                          f"wake-up newline ({c.nudges} sent)\n")
 
     def _claim_name(self) -> None:
         """Hold build/logs/.<name>.running while the VM runs: a second VM of the same

@@ -13,13 +13,37 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import initramfs, packages  # noqa: E402
+from harness import initramfs, packages, paths  # noqa: E402
 from harness.kernel import SR_BUILDS  # noqa: E402
 from harness.vm import VM, boot_spec, running  # noqa: E402
 
 # Every VM test runs on each kernel: test ids carry it ([6.1-...], [6.12-...]),
 # so `-k 6.12` selects one. SRPART_KERNELS="6.1" narrows the run.
 KERNELS = os.environ.get("SRPART_KERNELS", "6.1 6.12").split()
+
+
+_NUDGES = paths.LOGS / "nudges.tsv"
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):    # the controller, not an xdist worker
+        session.config._srpart_nudges_at = _NUDGES.stat().st_size if _NUDGES.exists() else 0
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """How often the console had to wake a guest up (harness/console.py, TCG)."""
+    at = getattr(config, "_srpart_nudges_at", None)
+    if at is None or not _NUDGES.exists():
+        return
+    with open(_NUDGES, "rb") as fh:
+        fh.seek(at)
+        rows = [ln.split("\t") for ln in fh.read().decode().splitlines() if ln.count("\t") == 3]
+    if rows:
+        vms, cmds = len(rows), sum(int(r[1]) for r in rows)
+        nudged, sent = sum(int(r[2]) for r in rows), sum(int(r[3]) for r in rows)
+        terminalreporter.write_line(
+            f"srpart console: {vms} VMs, {cmds} commands, {nudged} needed a wake-up newline "
+            f"({sent} sent; build/logs/nudges.tsv)")
 
 
 @pytest.fixture(scope="session")
@@ -59,23 +83,24 @@ def kernel_log_slice(request):
 
 
 @pytest.fixture(scope="session", params=KERNELS)
-def kernel_series(request) -> str:
+def kernel(request) -> str:
     return request.param
 
 
 @pytest.fixture(scope="session")
-def boot(initrd, kernel_series):
-    """boot(variant, images, cmdline, name[, drive_kind]) -> a VM to start (or use as a
-    context manager). Drives are scsi-cd unless drive_kind says otherwise.
+def boot(initrd, kernel):
+    """boot(variant, drives, cmdline, name) -> a VM to start (or use as a context
+    manager). A drive is a path (a scsi-cd holding it), None (an empty one) or a
+    qemu.Drive (any other drive: a scsi-hd, a block size, read errors).
 
-    Kernels are built at most once (`make kernels` leaves them up to date).
+    Booting builds nothing: `make kernels` builds the variants (vm.boot_spec says
+    which one is stale and how to rebuild it).
     """
 
-    def start(variant: str, images: list[Path | None], cmdline: list[str], name: str,
-              drive_kind: str = "scsi-cd", block_size: int | None = None,
+    def start(variant: str, images: list, cmdline: list[str], name: str,
               qmp: bool = False) -> VM:
-        return VM(boot_spec(kernel_series, variant, images, cmdline, drive_kind=drive_kind,
-                            block_size=block_size, qmp=qmp), f"{kernel_series}-{name}")
+        return VM(boot_spec(kernel, variant, images, cmdline, qmp=qmp),
+                  f"{kernel}-{name}")
 
     return start
 

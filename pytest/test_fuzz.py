@@ -16,13 +16,13 @@ from __future__ import annotations
 import pytest
 
 from fixtures import fuzz
-from harness import fuzz_run, guest, paths
+from harness import fuzz_check, guest, paths, qemu
 from harness.kernel import SR_BUILDS
 
 pytestmark = pytest.mark.vm
 
 SEED, ROUNDS = 20261203, 2
-PER_VM = fuzz_run.PER_VM * ROUNDS
+PER_VM = fuzz_check.PER_VM * ROUNDS
 # case i is kind i % len(KINDS), mutation (i // len(KINDS)) % len(MUTATIONS):
 # the first len(KINDS) * len(MUTATIONS) cases are every pair once
 PAIRS = len(fuzz.KINDS) * len(fuzz.MUTATIONS)
@@ -35,11 +35,11 @@ BATCHES = [pytest.param(b, id=f"batch{b}", marks=pytest.mark.xdist_group(f"fuzz-
 def test_malformed_media_keep_the_invariants(boot, sr_build, batch):
     cases = [fuzz.case(SEED, i, paths.BUILD / "fuzz" / str(SEED))
              for i in range(batch * PER_VM, (batch + 1) * PER_VM)]
-    first = cases[:fuzz_run.PER_VM]
+    first = cases[:fuzz_check.PER_VM]
     variant, extra = SR_BUILDS[sr_build]
     with boot(variant, [c.path for c in first], ["sr_mod.partscan=1", *extra],
               f"fuzz-{batch}-{sr_build}", qmp=True) as vm:
-        res = fuzz_run.fuzz_vm(vm, cases)
+        res = fuzz_check.fuzz_vm(vm, cases)
     assert not res.failures, [f"seed {SEED}, cases {b[0].index}-{b[-1].index}: {p}"
                               for b, p in res.failures]
     assert res.processed == len(cases)
@@ -56,7 +56,7 @@ def test_gpt_entry_ending_before_its_start_is_ignored(boot, sr_build):
     c = _wrap_case()
     variant, extra = SR_BUILDS[sr_build]
     with boot(variant, [c.path], ["sr_mod.partscan=1", *extra], f"fuzz-gpt-wrap-{sr_build}") as vm:
-        _, problems = fuzz_run.check_batch(vm, 1)
+        _, problems = fuzz_check.check_batch(vm, 1)
     assert not problems
 
 
@@ -66,7 +66,7 @@ def test_gpt_size_wrap_on_a_scsi_disk(boot, variant):
     series: the unpatched kernel creates a partition far larger than the disk (the bug
     patches 0001-0002 fix for every disk, hence Cc: stable), the series does not."""
     c = _wrap_case()
-    with boot(variant, [c.path], [], f"gpt-wrap-sd-{variant}", "scsi-hd", 2048) as vm:
+    with boot(variant, [qemu.Drive(c.path, "scsi-hd", 2048)], [], f"gpt-wrap-sd-{variant}") as vm:
         disk = int(vm.check("cat /sys/block/sda/size"))
         parts = guest.parse_sys_partitions(vm.check(guest.partitions_cmd("sd")))
     assert parts, "no partitions on sda: the case no longer reaches the GPT parser"

@@ -19,18 +19,6 @@ ON = ["sr_mod.partscan=1"]
 OFF = ["sr_mod.partscan=0"]
 
 
-def _img(kind: str):
-    return catalog.image(kind, catalog.drive_label(0, kind))
-
-
-def _parts(vm: VM, k: int = 0) -> list[tuple[int, int, int]]:
-    return guest.drive_partitions(guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD)), k)
-
-
-def _want(img) -> list[tuple[int, int, int]]:
-    return oracle.triples(img.table, img.path)
-
-
 def _noise(vm: VM) -> list[str]:
     return [ln for ln in vm.check("dmesg").splitlines() if any(n in ln for n in guest.MEDIA_NOISE)]
 
@@ -51,27 +39,27 @@ def _reprobe_with_tray_open(vm: VM, dev: str = "cd0", k: int = 0) -> None:
 
 @pytest.mark.parametrize("cmdline", [ON, OFF], ids=["partscan-on", "partscan-off"])
 def test_tray_open_at_probe_stays_open(lvm, cmdline):
-    img = _img("mbr2048")
+    img = catalog.first("mbr2048")
     vm = lvm([img.path], cmdline)
     _reprobe_with_tray_open(vm)
     assert vm.qmp.tray_open("cd0"), "probing the drive closed its tray"
     vm.check("srprobe /dev/sr0 && srprobe /dev/sr0")          # udev-style opens
     assert vm.qmp.tray_open("cd0"), "an O_NONBLOCK open closed the tray"
-    assert _parts(vm) == []
+    assert guest.drive_partitions_of(vm, 0) == []
     assert _noise(vm) == []
     vm.qmp.close_tray("cd0")
     vm.check("srprobe /dev/sr0")
-    assert _parts(vm) == (_want(img) if cmdline == ON else [])
+    assert guest.drive_partitions_of(vm, 0) == (oracle.triples_of(img) if cmdline == ON else [])
 
 
 @pytest.mark.parametrize("cmdline", [ON, OFF], ids=["partscan-on", "partscan-off"])
 def test_empty_drive_is_quiet(lvm, cmdline):
-    vm = lvm([None, _img("sun-xorriso").path], cmdline)
+    vm = lvm([None, catalog.first("sun-xorriso").path], cmdline)
     for _ in range(3):
         vm.check("srprobe /dev/sr0")
     r = vm.run("dd if=/dev/sr0 of=/dev/null bs=2048 count=1")      # a blocking open
     assert r.status != 0 and "No medium found" in r.output
-    assert _parts(vm, 0) == []
+    assert guest.drive_partitions_of(vm, 0) == []
     size = int(vm.check("cat /sys/block/sr0/size"))
     # partscan on: 0, as sd reports an empty removable disk; off: sr's placeholder
     assert size == (0 if cmdline == ON else 0x1fffff)
@@ -79,14 +67,15 @@ def test_empty_drive_is_quiet(lvm, cmdline):
 
 
 def test_media_swap_shows_exactly_the_new_partitions(lvm):
-    sun, mbr, gpt = _img("sun-xorriso"), _img("mbr2048"), _img("gpt512-xorriso")
+    sun, mbr, gpt = (catalog.first(k) for k in ("sun-xorriso", "mbr2048", "gpt512-xorriso"))
     vm = lvm([sun.path], ON)
-    assert _parts(vm) == _want(sun)
+    assert guest.drive_partitions_of(vm, 0) == oracle.triples_of(sun)
     for img in (mbr, gpt, None, sun):
         vm.qmp.change_medium("cd0", img.path if img else None)
         vm.check("srprobe /dev/sr0")
-        want = _want(img) if img else []
-        assert _parts(vm) == want, f"after inserting {img.kind if img else 'nothing'}"
+        want = oracle.triples_of(img) if img else []
+        assert guest.drive_partitions_of(vm, 0) == want, \
+            f"after inserting {img.kind if img else 'nothing'}"
         nodes = vm.check("ls /dev | grep '^sr0p' || true").split()
         assert sorted(nodes) == sorted(f"sr0p{n}" for n, _, _ in want), "stale /dev nodes"
         assert vm.check("cat /sys/block/sr0/dev").strip() == "11:0"
@@ -94,7 +83,7 @@ def test_media_swap_shows_exactly_the_new_partitions(lvm):
 
 
 def test_eject_under_mount(lvm):
-    mbr, sun = _img("mbr2048"), _img("sun-xorriso")
+    mbr, sun = catalog.first("mbr2048"), catalog.first("sun-xorriso")
     vm = lvm([mbr.path], ON)
     part = mbr.data[0]
     vm.check(f"mkdir -p /mnt/x && mount -t {part.fstype} -o ro /dev/sr0p{part.number} /mnt/x")
@@ -103,35 +92,36 @@ def test_eject_under_mount(lvm):
     r = vm.run(f"cat /mnt/x/{part.file} >/dev/null")
     assert r.status != 0, "a read from the ejected medium's mount succeeded"
     vm.check("srprobe /dev/sr0")
-    assert _parts(vm) == _want(mbr), "partitions changed while one was mounted"
+    assert guest.drive_partitions_of(vm, 0) == oracle.triples_of(mbr), \
+        "partitions changed while one was mounted"
     vm.check("umount /mnt/x")
     vm.check("srprobe /dev/sr0")
-    assert _parts(vm) == _want(sun)
+    assert guest.drive_partitions_of(vm, 0) == oracle.triples_of(sun)
 
 
 def test_rereadpt_and_blkpg(lvm):
-    img = _img("mbr2048")
+    img = catalog.first("mbr2048")
     vm = lvm([img.path], ON)
-    want = _want(img)
+    want = oracle.triples_of(img)
     n, start, size = want[-1]
     assert vm.check(f"srctl delpart /dev/sr0 {n}").strip() == "ok"
-    assert _parts(vm) == want[:-1]
+    assert guest.drive_partitions_of(vm, 0) == want[:-1]
     assert vm.check(f"srctl addpart /dev/sr0 {n} {start} {size}").strip() == "ok"
-    assert _parts(vm) == want
+    assert guest.drive_partitions_of(vm, 0) == want
     assert vm.check(f"srctl delpart /dev/sr0 {n}").strip() == "ok"
     assert vm.check("srctl rereadpt /dev/sr0").strip() == "ok"
-    assert _parts(vm) == want
+    assert guest.drive_partitions_of(vm, 0) == want
     part = img.data[0]
     vm.check(f"mkdir -p /mnt/x && mount -t {part.fstype} -o ro /dev/sr0p{part.number} /mnt/x")
     r = vm.run("srctl rereadpt /dev/sr0")
     assert r.status != 0 and r.output.strip() == "EBUSY"
     vm.check("umount /mnt/x")
     assert vm.check("srctl rereadpt /dev/sr0").strip() == "ok"
-    assert _parts(vm) == want
+    assert guest.drive_partitions_of(vm, 0) == want
 
 
 def test_hotplug_add_remove_readd(lvm):
-    first, plugged = _img("sun-xorriso"), _img("mbr2048")
+    first, plugged = catalog.first("sun-xorriso"), catalog.first("mbr2048")
     vm = lvm([first.path], ON)
     before = _minors(vm)
     plugged_minors = []
@@ -142,22 +132,22 @@ def test_hotplug_add_remove_readd(lvm):
         vm.check(guest.wait_cmd("[ -e /sys/block/sr1 ]"))
         vm.check("srprobe /dev/sr1")
         assert vm.check("cat /sys/block/sr1/dev").strip() == "11:1"
-        assert _parts(vm, 1) == _want(plugged), f"round {round_}"
+        assert guest.drive_partitions_of(vm, 1) == oracle.triples_of(plugged), f"round {round_}"
         plugged_minors.append(_minors(vm))
         part = plugged.data[0]
         vm.check(f"mkdir -p /mnt/h && mount -t {part.fstype} -o ro /dev/sr1p{part.number} /mnt/h")
         vm.qmp.del_device("hot1")
         vm.check(guest.wait_cmd("[ ! -e /sys/block/sr1 ]"))
-        assert _parts(vm, 1) == []
+        assert guest.drive_partitions_of(vm, 1) == []
         vm.run("umount /mnt/h")
-        assert _parts(vm, 0) == _want(first)
+        assert guest.drive_partitions_of(vm, 0) == oracle.triples_of(first)
         assert _minors(vm) == before, f"round {round_}: sr1's partitions still listed"
     assert plugged_minors[1] == plugged_minors[0], \
         "extended minors not given back: the re-plugged drive's partitions got other minors"
 
 
 def test_cdrom_ioctls_on_a_partition_need_cap_sys_rawio(lvm):
-    img = _img("mbr2048")
+    img = catalog.first("mbr2048")
     vm = lvm([img.path], ON)
     assert vm.run("srctl nocap eject /dev/sr0p1").output.strip() == "ENOTTY"
     assert not vm.qmp.tray_open("cd0")
@@ -173,10 +163,8 @@ def _view(vm: VM) -> list[tuple[str, str, int, int]]:
     out = []
     for p in guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD)):
         out.append((p.name, "", p.start, p.size))
-    for line in vm.check("for d in /sys/block/sr*; do echo ${d##*/} $(cat $d/dev) "
-                         "$(cat $d/size); done").splitlines():
-        name, dev, size = line.split()
-        out.append((name, dev, 0, int(size)))
+    for d in guest.parse_disks(vm.check(guest.DISKS_CMD)):
+        out.append((d.name, d.dev, 0, d.size))
     return sorted(out)
 
 
@@ -184,7 +172,7 @@ def _view(vm: VM) -> list[tuple[str, str, int, int]]:
 def test_module_parameter_matches_builtin(lvm_explicit, value):
     """modprobe sr_mod partscan=V gives what the built-in sr gives with sr_mod.partscan=V;
     rmmod with no partition open frees every disk, partition and extended minor."""
-    images = [_img("mbr2048").path, _img("sun-xorriso").path, None]
+    images = [catalog.first("mbr2048").path, catalog.first("sun-xorriso").path, None]
     builtin = lvm_explicit(images, [f"sr_mod.partscan={value}"], variant="srpart")
     builtin.check("srprobe /dev/sr0 /dev/sr1 /dev/sr2")
     want = _view(builtin)
@@ -210,12 +198,12 @@ def test_module_parameter_matches_builtin(lvm_explicit, value):
 
 def test_partscan_off_refuses_rereadpt_and_blkpg(lvm):
     """Baseline: without scanning sr keeps GENHD_FL_NO_PART and the block layer says EINVAL."""
-    img = _img("mbr2048")
+    img = catalog.first("mbr2048")
     vm = lvm([img.path], OFF)
-    n, start, size = _want(img)[0]
+    n, start, size = oracle.triples_of(img)[0]
     assert vm.run("srctl rereadpt /dev/sr0").output.strip() == "EINVAL"
     assert vm.run(f"srctl addpart /dev/sr0 {n} {start} {size}").output.strip() == "EINVAL"
-    assert _parts(vm) == []
+    assert guest.drive_partitions_of(vm, 0) == []
 
 
 ADDS = 100
@@ -227,16 +215,16 @@ def test_partitions_exist_when_the_add_uevent_arrives(lvm):
     there at the uevent (as for every other disk: device_add_disk() scans before it
     announces), and still there after the open. A scan deferred to the first open, or an
     open racing with it, shows up as a count of 0 at the uevent or after the open."""
-    first, plugged = _img("sun-xorriso"), _img("mbr2048")
+    first, plugged = catalog.first("sun-xorriso"), catalog.first("mbr2048")
     vm = lvm([first.path], ON)
-    want = _want(plugged)
+    want = oracle.triples_of(plugged)
     vm.check("echo /bin/srfirstopen > /sys/kernel/uevent_helper")
     bad = []
     for i in range(1, ADDS + 1):
         vm.qmp.add_cd("hot1", plugged.path, scsi_id=1)
         vm.check(guest.wait_cmd(f"[ $(grep -c '^sr1 ' /tmp/firstopen.log) -ge {i} ]"))
         name, _, at_add, after_open = vm.check("grep '^sr1 ' /tmp/firstopen.log | tail -n 1").split()
-        got = _parts(vm, 1)
+        got = guest.drive_partitions_of(vm, 1)
         if (int(at_add), int(after_open), got) != (len(want), len(want), want):
             bad.append(f"add {i}: {at_add} partitions at the uevent, {after_open} after the open, "
                        f"then {got}")

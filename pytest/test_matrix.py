@@ -60,7 +60,7 @@ def test_partitions_use_extended_devt_and_match_oracle(on):
     sysparts = guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD))
     assert sorted(p.name for p in sysparts) == sorted(r.name for r in parts)
     for k in range(n):
-        want = oracle.triples(images[k].table, images[k].path)
+        want = oracle.triples_of(images[k])
         got = sorted((int(p.name.split("p")[1]), p.start, p.size)
                      for p in sysparts if p.name.startswith(f"sr{k}p"))
         assert got == want, f"sr{k} ({images[k].table}): guest {got} != oracle {want}"

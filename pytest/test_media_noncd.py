@@ -18,7 +18,7 @@ import re
 import pytest
 
 from fixtures import catalog
-from harness import oracle
+from harness import oracle, qemu
 
 pytestmark = [pytest.mark.vm, pytest.mark.xdist_group("media-noncd")]
 
@@ -37,8 +37,8 @@ def _view(boot, variant: str, cmdline: list[str], block: int):
     """(partitions, partition lines, skip lines): partitions as (target, partno, start,
     size); partition lines as (target, text); skip lines as (target, partno, start)."""
     images = catalog.kind_images(KINDS)
-    with boot(variant, [i.path for i in images], cmdline, f"noncd-{block}-{variant}", "scsi-hd",
-              block) as vm:
+    with boot(variant, [qemu.Drive(i.path, "scsi-hd", block) for i in images], cmdline,
+              f"noncd-{block}-{variant}") as vm:
         out = vm.check(DISKS_CMD)
         dmesg = vm.check("dmesg")
     names, parts = {}, []

@@ -29,7 +29,7 @@ def test_naive_kernel_misreads_exactly_the_512_unit_tables(boot, kinds):
         sysparts = guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD))
     wrong, right = [], []
     for k, img in enumerate(images):
-        want = oracle.triples(img.table, img.path)
+        want = oracle.triples_of(img)
         got = guest.drive_partitions(sysparts, k)
         (right if got == want else wrong).append(img.kind)
     assert sorted(wrong) == sorted(i.kind for i in images if i.table in NEEDS_THE_SERIES), \

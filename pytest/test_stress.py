@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import stress_run
+from harness import churn
 
 pytestmark = pytest.mark.vm
 
@@ -20,9 +20,9 @@ ON = ["sr_mod.partscan=1"]
 
 
 def test_media_swaps_under_two_readers(boot):
-    first = stress_run.swap_images()[0]
+    first = churn.swap_images()[0]
     with boot("srpart", [first.path], ON, "stress-swaps", qmp=True) as vm:
-        c = stress_run.swaps(vm, 15)
+        c = churn.swaps(vm, 15)
     print(c.line())
     assert not c.problems, c.problems
     assert c.rounds == 15
@@ -33,9 +33,9 @@ def test_media_swaps_under_two_readers(boot):
 def test_hotplug_cycles_under_a_mount(boot):
     from fixtures import catalog
 
-    sun = catalog.image("sun-xorriso", catalog.drive_label(0, "sun-xorriso"))
+    sun = catalog.first("sun-xorriso")
     with boot("srpart", [sun.path], ON, "stress-hotplug", qmp=True) as vm:
-        c = stress_run.hotplug(vm, 4)
+        c = churn.hotplug(vm, 4)
     print(c.line())
     assert not c.problems, c.problems
     assert c.rounds == 4

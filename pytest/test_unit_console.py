@@ -131,9 +131,9 @@ def test_ready_fails_when_the_guest_probed_fewer_drives(tmp_path, line, short):
     con = console.Console(child, tmp_path / "none.log")
     if short:
         with pytest.raises(console.GuestError, match=r"the guest probed \d+ of \d+ CD drives"):
-            con.wait_ready(1)
+            con.wait_ready(1, 90)
     else:
-        con.wait_ready(1)
+        con.wait_ready(1, 90)
 
 
 class KmsgChild(FakeChild):

@@ -153,6 +153,7 @@ def test_cpio_is_readable_by_cpio(tmp_path):
     assert any(ln.startswith("crw") and "dev/console" in ln for ln in listing.splitlines())
 
 
+@pytest.mark.host
 def test_initramfs_has_init_and_helpers():
     data = gzip.decompress(initramfs.build().read_bytes())
     for name in (b"init\0", b"bin/busybox\0", b"bin/srprobe\0", b"bin/srctl\0", b"dev/console\0"):
@@ -190,3 +191,47 @@ def test_meminfo_fields_in_kb():
 
     text = "MemTotal:  175644 kB\nMemFree:   137636 kB\nSlab:  5120 kB\nSUnreclaim:  3072 kB\n"
     assert bench_memory._meminfo(text) == {"MemFree": 137636, "Slab": 5120, "SUnreclaim": 3072}
+
+
+def test_the_variant_table_says_what_make_kernels_builds():
+    from harness import kernel
+
+    for k in ("6.1", "6.12"):
+        assert kernel.tested(k) == ["unpatched", "srpart", "srpart-partscan-y", "sr-only",
+                                    "srpart-module"]
+    assert "legacy" in kernel.available("6.1") and "legacy" not in kernel.tested("6.1")
+    assert kernel.build_command("6.1", "srpart-debug") == \
+        "./srpart build --kernel 6.1 --variant srpart-debug"
+    assert kernel.build_command("6.12", "sr-only") == "make kernels KERNELS=6.12"
+    with pytest.raises(kernel.SrpartError, match="unknown kernel variant 'srpart-y'"):
+        kernel.variant("srpart-y")
+
+
+def test_partscan_y_differs_from_srpart_in_that_option_only():
+    from harness import kernel
+
+    base = kernel.requested_config("srpart").options
+    y = kernel.requested_config("srpart-partscan-y").options
+    assert {k: v for k, v in y.items() if base.get(k) != v} == {"CONFIG_BLK_DEV_SR_PARTSCAN": "y"}
+    assert set(base) <= set(y)
+
+
+def test_a_stamp_is_fresh_only_with_its_key_and_its_outputs(tmp_path):
+    from harness.cache import Stamp, key_of
+
+    out = tmp_path / "out.img"
+    s = Stamp(tmp_path / "d" / "stamp", key_of("input", "config"))
+    assert not s.fresh(out)
+    out.write_text("x")
+    s.write()
+    assert s.fresh(out) and not s.fresh(out, tmp_path / "missing")
+    assert not Stamp(s.path, key_of("input", "other config")).fresh(out)
+    s.drop()
+    assert not s.fresh(out) and not s.exists()
+
+
+def test_disk_listing_parses_name_dev_and_size():
+    from harness import guest
+
+    assert guest.parse_disks("sr0 11:0 7168\nsr1 11:1 13912\n\n") == [
+        guest.Disk("sr0", "11:0", 7168), guest.Disk("sr1", "11:1", 13912)]
