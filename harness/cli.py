@@ -1,6 +1,7 @@
 """srpart command line: build kernels, make fixtures, boot CD images.
 
     ./srpart boot --kernel 6.1 --cd a.iso --cd b.iso [--partscan on|off|absent] [-- COMMAND]
+    ./srpart boot --userspace udev --cd a.iso      (Debian's udev: lsblk and /dev/disk links)
 """
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import entry, guest, images, initramfs, kernel, packages, source
+from . import entry, guest, images, initramfs, kernel, packages, source, userspace
 from .errors import SrpartError
 from .vm import VM, boot_spec
 
@@ -58,9 +59,12 @@ def cmd_boot(args: argparse.Namespace) -> int:
     source.tarball_for(args.kernel)
     packages.require(["qemu-system-x86", "busybox-static"])
     kernel.build(args.kernel, args.variant)
-    spec = boot_spec(args.kernel, args.variant, cds, partscan_cmdline(args.partscan), args.accel)
-    command = " ".join(args.command) if args.command else guest.DEFAULT_CMD
-    with VM(spec, f"boot-{args.kernel}-{args.variant}") as vm:
+    us = userspace.userspace(args.userspace)
+    spec = boot_spec(args.kernel, args.variant, cds, partscan_cmdline(args.partscan), args.accel,
+                     userspace=us.name)
+    command = (" ".join(args.command) if args.command else
+               guest.UDEV_DEFAULT_CMD if us.udev else guest.DEFAULT_CMD)
+    with VM(spec, f"boot-{args.kernel}-{args.variant}-{us.name}") as vm:
         r = vm.run(command, timeout=args.timeout)
         sys.stdout.write(r.output)
     return r.status
@@ -115,6 +119,9 @@ def parser() -> argparse.ArgumentParser:
     bo.add_argument("--cd", action="append", default=[], metavar="IMAGE")
     bo.add_argument("--partscan", default="on", choices=list(PARTSCAN_ARGS))
     bo.add_argument("--accel", choices=["auto", "kvm", "tcg"])
+    bo.add_argument("--userspace", default="busybox", choices=list(userspace.USERSPACES),
+                    help="busybox (fast), udev (Debian 12's udev and stock rules, util-linux) "
+                         "or udev-srpart (plus patches/udev/61-srpart-partitions.rules)")
     bo.add_argument("--timeout", type=float, default=60)
     bo.add_argument("command", nargs=argparse.REMAINDER,
                     help="after --: run this in the guest (default: partitions)")

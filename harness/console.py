@@ -39,6 +39,15 @@ BAD_PATTERNS: dict[str, str] = {
     "kmemleak": r"kmemleak: \d+ new suspected memory leaks",
     # lockdep's non-WARNING reports and RCU stalls ("INFO: rcu_sched self-detected stall")
     "INFO": r"INFO: (trying to register non-static key|rcu_\w+ (self-)?detected stall|task .* blocked)",
+    # Debian's udev (harness/userspace.py) logs to the kernel log: a rule's
+    # program that failed or hung, a worker it killed, and the guest init's
+    # own line when udevd would not start or `udevadm settle` gave up
+    "udev RUN failed": r"Process '.*' failed with exit code|Failed to execute '",
+    "udev timeout": r"Spawned process '.*' \[\d+\] (timed out|is taking longer)|"
+                    r"Worker \[\d+\] processing SEQNUM=\d+ killed|Timed out for waiting",
+    "udev init": r"srpart init: udev:",
+    # a rules file udevd refused a line of (syntax, unknown key, operator)
+    "udev rules": r"\.rules:\d+ .*(?:[Ii]nvalid|[Uu]nknown|[Ff]ailed|[Ii]gnoring|not supported)",
 }
 
 

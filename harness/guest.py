@@ -13,6 +13,58 @@ def partitions_cmd(disk: str = "sr") -> str:
 PARTITIONS_CMD = partitions_cmd("sr")
 DEFAULT_CMD = f"cat /proc/partitions; echo; echo 'name dev start size'; {PARTITIONS_CMD}"
 
+# What udev made of the drives (`srpart boot --userspace udev`, tests of
+# the udev userspace): util-linux's view, and every /dev/disk link that leads
+# to an sr device
+LSBLK_COLUMNS = "NAME,MAJ:MIN,TYPE,SIZE,FSTYPE,LABEL,PARTTYPE"
+SR_NODES = "$(for d in /sys/block/sr*; do echo /dev/${d##*/}; done)"
+LINKS_CMD = ("for l in /dev/disk/by-*/* /dev/cdrom; do [ -L \"$l\" ] || continue; "
+             "t=$(readlink -f \"$l\"); case \"$t\" in /dev/sr*) echo \"${l#/dev/disk/} -> ${t#/dev/}\" ;; "
+             "esac; done")
+LSBLK_JSON_CMD = f"lsblk -J -b -o {LSBLK_COLUMNS} {SR_NODES}"
+
+
+def parse_links(text: str) -> dict[str, str]:
+    """LINKS_CMD's output: link under /dev/disk ("by-label/X", or "/dev/cdrom") -> device."""
+    out = {}
+    for line in text.splitlines():
+        if " -> " in line:
+            link, dev = line.rsplit(" -> ", 1)
+            out[link.strip()] = dev.strip()
+    return out
+
+
+def parse_lsblk(text: str) -> dict[str, dict]:
+    """LSBLK_JSON_CMD's output: device name -> its columns (children flattened)."""
+    import json
+
+    out: dict[str, dict] = {}
+
+    def walk(devs):
+        for d in devs:
+            out[d["name"]] = {k: v for k, v in d.items() if k != "children"}
+            walk(d.get("children", []))
+    walk(json.loads(text)["blockdevices"])
+    return out
+
+
+def mount_label_cmd(label: str, mnt: str = "/mnt/l") -> str:
+    """util-linux's mount by LABEL= (absolute paths: busybox sh runs its own applet
+    for a bare `mount`), then the device findmnt says it mounted; unmounts."""
+    return (f"mkdir -p {mnt} && /bin/mount -o ro LABEL='{label}' {mnt} && "
+            f"/bin/findmnt -n -o SOURCE {mnt}; /bin/umount {mnt}")
+
+
+def udev_props_cmd(dev: str) -> str:
+    return f"udevadm info --query=property --name=/dev/{dev}"
+
+
+def parse_props(text: str) -> dict[str, str]:
+    return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln)
+
+
+UDEV_DEFAULT_CMD = f"lsblk -o {LSBLK_COLUMNS} {SR_NODES}; echo; {LINKS_CMD}"
+
 
 @dataclass(frozen=True, order=True)
 class ProcPartition:

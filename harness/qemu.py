@@ -45,6 +45,7 @@ class Drive:
     kind: str = "scsi-cd"
     block_size: int | None = None   # a scsi-hd's logical (and physical) block size
     read_errors: tuple[int, ...] = ()   # 512-byte sectors whose reads fail with EIO (blkdebug)
+    serial: str | None = None   # the unit serial number (VPD page 0x80) udev's scsi_id reads
 
 
 def _blkdebug_rules(sectors: tuple[int, ...]) -> str:
@@ -99,6 +100,8 @@ class QemuConfig:
             dev = f"{d.kind},bus=scsi0.0,id={d.kind.replace('scsi-', '')}{i},channel=0,scsi-id={i},lun=0"
             if d.image is not None:
                 dev += f",drive=drive{i}"
+            if d.serial:
+                dev += f",serial={d.serial}"
             if d.block_size:
                 dev += f",logical_block_size={d.block_size},physical_block_size={d.block_size}"
             argv += ["-device", dev]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import paths, qemu
+from .cache import key_of
 from .console import Console, GuestError, Result
 from .errors import SrpartError
 from .lock import locked
@@ -52,14 +53,18 @@ class BootSpec:
                                qmp_socket=qmp_socket, paused=self.paused)
 
 
-def _with_modules(initrd: Path, modules: Path) -> Path:
-    """base initramfs + the kernel's lib/modules archive, next to the latter. Another
-    xdist worker's QEMU may be reading the file: write a new one and rename it over,
-    under the same lock, never rewrite it in place."""
-    both = modules.parent / "initrd.cpio.gz"
-    lock = paths.BUILD / "locks" / f"initrd-{modules.parent.parent.name}-{modules.parent.name}.lock"
+def _joined(initrd: Path, extra: list[Path]) -> Path:
+    """The base initramfs followed by further archives (a userspace, lib/modules): the
+    kernel unpacks concatenated cpio archives in order. Written next to the last one;
+    another xdist worker's QEMU may be reading the file: write a new one and rename it
+    over, under the same lock, never rewrite it in place."""
+    if not extra:
+        return initrd
+    last = extra[-1]
+    both = last.parent / ("initrd-" + "-".join(p.name.split(".")[0] for p in extra) + ".cpio.gz")
+    lock = paths.BUILD / "locks" / f"initrd-{key_of(str(both))}.lock"
     with locked(lock):
-        data = initrd.read_bytes() + modules.read_bytes()
+        data = initrd.read_bytes() + b"".join(p.read_bytes() for p in extra)
         if not both.exists() or both.read_bytes() != data:
             tmp = both.with_name(f".{both.name}.{os.getpid()}")
             tmp.write_bytes(data)
@@ -69,18 +74,18 @@ def _with_modules(initrd: Path, modules: Path) -> Path:
 
 def boot_spec(kernel: str, variant: str, drives: list[Path | qemu.Drive | None],
               cmdline: list[str], accel: str | None = None, qmp: bool = False,
-              paused: bool = False) -> BootSpec:
+              paused: bool = False, userspace: str = "busybox") -> BootSpec:
     """The usual spec: a built kernel variant, the initramfs, one drive each. A
     drive is a qemu.Drive (the one description of a drive: scsi-cd or scsi-hd,
     block size, injected read errors); a bare path is a scsi-cd holding it,
-    None an empty scsi-cd."""
-    from . import initramfs
+    None an empty scsi-cd. `userspace` names one of harness/userspace.py's
+    USERSPACES (busybox; Debian's udev with stock or with the project's rules)."""
+    from . import initramfs, userspace as us
     from .kernel import built
 
     k = built(kernel, variant)
-    initrd = initramfs.build()
-    if k.modules:   # the kernel reads concatenated archives: base + lib/modules
-        initrd = _with_modules(initrd, k.modules)
+    extra = [p for p in (us.build(userspace), k.modules) if p is not None]
+    initrd = _joined(initramfs.build(), extra)
     return BootSpec(kernel=k.bzimage, initrd=initrd,
                     drives=[d if isinstance(d, qemu.Drive) else
                             qemu.Drive(Path(d).resolve() if d else None) for d in drives],

@@ -98,8 +98,8 @@ def boot(initrd, kernel):
     """
 
     def start(variant: str, images: list, cmdline: list[str], name: str,
-              qmp: bool = False) -> VM:
-        return VM(boot_spec(kernel, variant, images, cmdline, qmp=qmp),
+              qmp: bool = False, userspace: str = "busybox") -> VM:
+        return VM(boot_spec(kernel, variant, images, cmdline, qmp=qmp, userspace=userspace),
                   f"{kernel}-{name}")
 
     return start
