@@ -11,7 +11,7 @@ XDIST   ?= -n auto --dist loadgroup
 JUNIT   ?= build/junit.xml
 
 PHONY_EXTRA := debug-kernel fuzz-images fuzz stress
-.PHONY: $(PHONY_EXTRA) help deps kernels fixtures demo check unit matrix bench checkpatch series-check media-report abi-report clean distclean
+.PHONY: $(PHONY_EXTRA) help deps kernels fixtures demo check unit matrix bench checkpatch series-check media-report abi-report userspace-report clean distclean
 
 help:
 	@echo "make demo        boot the patched $(KERNEL) kernel with two partitioned CDs, read sr0p1"
@@ -24,6 +24,7 @@ help:
 	@echo "make series-check  checkpatch, plus a build after every patch and the cover-letter checks"
 	@echo "make abi-report  regenerate docs/abi-impact.md from real boots (1, 2, 4, 8 drives)"
 	@echo "make media-report  regenerate docs/media.md from three real boots (before/after the series)"
+	@echo "make userspace-report  regenerate docs/userspace.md: Debian 12's udev and util-linux on every disc kind"
 	@echo "make clean       remove all the targets make but the extracted kernel trees and object trees"
 	@echo "make distclean   remove build/ entirely"
 
@@ -62,6 +63,9 @@ media-report: kernels fixtures
 
 abi-report: kernels fixtures
 	$(PY) -m harness.abi_report
+
+userspace-report: kernels fixtures
+	$(PY) -m harness.userspace_report --kernel $(KERNEL)
 
 # Issue 6: the sanitizer kernel (own object tree, not part of `make check`),
 # malformed images and churn. `make check` runs short versions of both on the

@@ -19,7 +19,7 @@ LINE = re.compile(r"^<!-- srpart-series: ([^>]*) -->$", re.M)
 
 # doc -> the make target that regenerates it
 DOCS = {"docs/media.md": "make media-report", "docs/abi-impact.md": "make abi-report",
-        "docs/performance.md": "make bench"}
+        "docs/performance.md": "make bench", "docs/userspace.md": "make userspace-report"}
 
 
 def series_hash(name: str) -> str:
