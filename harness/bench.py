@@ -74,15 +74,15 @@ def recorded_cold(kernel: str, debug: bool = False) -> float | None:
     return cold[-1] if cold else None
 
 
-def measure_vm(kernel: str, boots: int) -> list[tuple[float, float]]:
+def measure_vm(kernel: str, boots: int, userspace: str = "busybox") -> list[tuple[float, float]]:
     from fixtures import catalog
 
     spec = boot_spec(kernel, "srpart", [i.path for i in catalog.drive_images(8)],
-                     ["sr_mod.partscan=1"])
+                     ["sr_mod.partscan=1"], userspace=userspace)
     out = []
     for i in range(boots):
         t = time.monotonic()
-        vm = VM(spec, f"bench-{i}").start()
+        vm = VM(spec, f"bench-{userspace}-{i}").start()
         vm.check("cat /proc/partitions")
         vm.stop()
         out.append((vm.boot_seconds or 0.0, time.monotonic() - t))
@@ -189,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     say(f"per VM, 8 drives, boot to READY: {ready:.2f} s (median of {len(runs)})")
     say(f"per VM, 8 drives, boot to verdict: {total:.2f} s (median of {len(runs)}; "
         f"min {min(r[1] for r in runs):.2f}, max {max(r[1] for r in runs):.2f})")
+    runs = measure_vm(args.kernel, args.boots, userspace="udev")
+    say(f"per VM, 8 drives, Debian's udev userspace (udevd, trigger, settle), boot to READY: "
+        f"{statistics.median(r[0] for r in runs):.2f} s, to verdict "
+        f"{statistics.median(r[1] for r in runs):.2f} s (median of {len(runs)})")
     from . import bench_media, bench_memory, bench_read
     for mod in (bench_media, bench_read, bench_memory):
         for line in mod.report(args.kernel):

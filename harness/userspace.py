@@ -172,8 +172,8 @@ def patched(rules: dict[str, bytes], patch: Path) -> dict[str, bytes]:
                            text=True)
         if r.returncode != 0:
             err = (r.stderr.strip().splitlines() or ["?"])[0]
-            raise SrpartError(f"{patch.name} does not apply to udev {versions()['udev']}'s "
-                              f"rules: {err}")
+            raise SrpartError(f"{patch.name} does not apply to the stock rules of the "
+                              f"downloaded udev package: {err}")
         return {rel: (d / Path(rel).name).read_bytes() for rel in rules
                 if (d / Path(rel).name).read_bytes() != rules[rel]}
 

@@ -108,3 +108,15 @@ def test_resolve_follows_needed_entries_transitively(tmp_path):
 def test_resolve_names_a_program_no_package_ships(tmp_path):
     with pytest.raises(SrpartError, match="bin/udevadm is not in the unpacked packages"):
         userspace.resolve(_elf_root(tmp_path), ["bin/udevadm"])
+
+
+def test_a_rules_patch_that_no_longer_applies_is_one_line(tmp_path):
+    patch = tmp_path / "x.patch"
+    patch.write_text("--- a/rules.d/60-x.rules\n+++ b/rules.d/60-x.rules\n@@ -1 +1 @@\n-old\n+new\n")
+    rules = {"lib/udev/rules.d/60-x.rules": b"something else\n"}
+    with pytest.raises(SrpartError, match=r"^x\.patch does not apply to the stock rules .*: "
+                                          r"error: patch failed: rules\.d/60-x\.rules:1$"):
+        userspace.patched(rules, patch)
+    rules = {"lib/udev/rules.d/60-x.rules": b"old\n"}
+    assert userspace.patched(rules, patch) == {"lib/udev/rules.d/60-x.rules": b"new\n"}
+
