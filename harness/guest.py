@@ -63,6 +63,23 @@ def parse_props(text: str) -> dict[str, str]:
     return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln)
 
 
+ALL_PROPS_CMD = ("for d in /sys/class/block/sr*; do echo \"@@ ${d##*/}\"; "
+                 "udevadm info --query=property --path=$d; done")
+
+
+def parse_all_props(text: str) -> dict[str, dict[str, str]]:
+    """ALL_PROPS_CMD's output: device -> its udev properties."""
+    out: dict[str, dict[str, str]] = {}
+    cur = None
+    for line in text.splitlines():
+        if line.startswith("@@ "):
+            cur = out.setdefault(line[3:].strip(), {})
+        elif cur is not None and "=" in line:
+            k, v = line.split("=", 1)
+            cur[k] = v
+    return out
+
+
 UDEV_DEFAULT_CMD = f"lsblk -o {LSBLK_COLUMNS} {SR_NODES}; echo; {LINKS_CMD}"
 
 

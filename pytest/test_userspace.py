@@ -127,6 +127,33 @@ def test_by_id_links_of_partitions(view):
             assert d.name not in by_id, f"{d.name}: {by_id[d.name]}"
 
 
+def test_udev_properties_of_partitions(view):
+    """`udevadm info` of every srNpM: a partition of its disc, what blkid finds at
+    the oracle's offset, and the table entry at the kernel's start and size
+    (libblkid's ID_PART_ENTRY_*, or the project rules' where stock has none)."""
+    props = guest.parse_all_props(view.vm.check(guest.ALL_PROPS_CMD))
+    bad = []
+    for d in view.devices:
+        if not d.partition:
+            continue
+        p = props.get(d.name, {})
+        # ID_CDROM imported from the disc (60-persistent-storage.rules:27), which
+        # a whole-disk slice never reaches (:13)
+        want = {"DEVTYPE": "partition", "PARTN": d.name.split("p")[1],
+                "ID_CDROM": None if d.whole_disk else "1"}
+        if not d.whole_disk:
+            want.update({k: d.fs.get(k) for k in ("ID_FS_TYPE", "ID_FS_UUID", "ID_FS_LABEL")})
+            if view.config.complete or not link_oracle.stock_gap(d, "parttype"):
+                want.update({"ID_PART_ENTRY_OFFSET": str(d.start), "ID_PART_ENTRY_SIZE": str(d.size),
+                             "ID_PART_ENTRY_NUMBER": d.name.split("p")[1]})
+                if d.part_uuid:
+                    want["ID_PART_ENTRY_UUID"] = d.part_uuid
+        got = {k: p.get(k) for k in want}
+        if got != want:
+            bad.append(f"{d.name}: udev {got}, oracle {want}")
+    assert not bad, "\n".join(bad)
+
+
 def test_by_path_links_name_the_partition(view):
     """srN keeps its by-path link; srNpM gets srN's with -partM, as sd partitions do."""
     by_path = {dev: link for link, dev in view.links.items() if link.startswith("by-path/")}
