@@ -25,7 +25,7 @@ from pathlib import Path
 from .cache import Stamp, key_of
 from . import kconfig, paths, source
 from .lock import locked
-from .errors import SrpartError
+from .errors import SrpartError, choose
 
 MODULE_CONFIG = {"CONFIG_BLK_DEV_SR": "m", "CONFIG_CDROM": "m"}   # sr selects cdrom
 
@@ -76,11 +76,7 @@ SR_BUILDS = {"builtin": ("srpart", []),
 
 
 def variant(name: str) -> Variant:
-    try:
-        return VARIANTS[name]
-    except KeyError:
-        raise SrpartError(f"unknown kernel variant {name!r}: choose one of "
-                          f"{', '.join(VARIANTS)}") from None
+    return choose(VARIANTS, name, "kernel variant")
 
 
 @dataclass(frozen=True)

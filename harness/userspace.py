@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .cache import Stamp, key_of
 from . import paths
-from .errors import SrpartError
+from .errors import SrpartError, choose
 from .lock import locked
 
 DIR = paths.BUILD / "userspace"
@@ -71,11 +71,7 @@ USERSPACES: dict[str, Userspace] = {u.name: u for u in (
 
 
 def userspace(name: str) -> Userspace:
-    try:
-        return USERSPACES[name]
-    except KeyError:
-        raise SrpartError(f"unknown userspace {name!r}: choose one of "
-                          f"{', '.join(USERSPACES)}") from None
+    return choose(USERSPACES, name, "userspace")
 
 
 def debs() -> dict[str, Path]:
