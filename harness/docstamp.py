@@ -48,3 +48,18 @@ def stale(doc: Path) -> str | None:
             return (f"{rel} was made from patches/{name} {h}, which is now {now}: "
                     f"run `{DOCS[rel]}`")
     return None
+
+
+def report_main(prog: str, description: str, doc: Path, run, argv: list[str] | None) -> int:
+    """The command line of a report made on one kernel: --kernel, --out; writes the doc."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog=prog, description=description)
+    ap.add_argument("--kernel", default="6.1")
+    ap.add_argument("--out", default=str(doc))
+    args = ap.parse_args(argv)
+    text = run(args.kernel)
+    with open(args.out, "w") as fh:
+        fh.write(text)
+    print(f"srpart: wrote {args.out}")
+    return 0

@@ -10,7 +10,6 @@ which partitions it created. Nothing in the table is typed by hand.
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import re
 
@@ -110,16 +109,7 @@ def run(kernel: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="media_report", description=__doc__)
-    ap.add_argument("--kernel", default="6.1")
-    ap.add_argument("--out", default=str(DOC))
-    args = ap.parse_args(argv)
-    text = run(args.kernel)
-    with open(args.out, "w") as fh:
-        fh.write(text)
-    print(f"srpart: wrote {args.out}")
-    return 0
-
+    return docstamp.report_main("media_report", __doc__, DOC, run, argv)
 
 if __name__ == "__main__":
     from harness import entry

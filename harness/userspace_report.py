@@ -13,11 +13,10 @@ is typed by hand.
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import time
 
-from . import docstamp, guest, link_oracle, paths, qemu, udev_view, userspace
+from . import docstamp, guest, link_oracle, paths, udev_view, userspace
 from .vm import VM, boot_spec
 
 COLUMNS = (("unpatched", "udev", [], "unpatched kernel, stock rules"),
@@ -112,8 +111,7 @@ def _mount_checks(vm, lsblk: dict[str, dict]) -> dict[str, str]:
 
 
 def _boot(kernel: str, variant: str, us: str, cmdline: list[str], images, name: str):
-    drives = [qemu.Drive(i.path.resolve(), serial=f"SRPART{k}") for k, i in enumerate(images)]
-    spec = boot_spec(kernel, variant, drives, cmdline, userspace=us)
+    spec = boot_spec(kernel, variant, udev_view.drives(images), cmdline, userspace=us)
     with VM(spec, name) as vm:
         view = udev_view.read(vm)
         return view, _mount_checks(vm, view.lsblk), vm.check("uname -r").strip()
@@ -180,16 +178,7 @@ def run(kernel: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="userspace_report", description=__doc__)
-    ap.add_argument("--kernel", default="6.1")
-    ap.add_argument("--out", default=str(DOC))
-    args = ap.parse_args(argv)
-    text = run(args.kernel)
-    with open(args.out, "w") as fh:
-        fh.write(text)
-    print(f"srpart: wrote {args.out}")
-    return 0
-
+    return docstamp.report_main("userspace_report", __doc__, DOC, run, argv)
 
 if __name__ == "__main__":
     from harness import entry
