@@ -55,14 +55,6 @@ def mount_label_cmd(label: str, mnt: str = "/mnt/l") -> str:
             f"/bin/findmnt -n -o SOURCE {mnt}; /bin/umount {mnt}")
 
 
-def udev_props_cmd(dev: str) -> str:
-    return f"udevadm info --query=property --name=/dev/{dev}"
-
-
-def parse_props(text: str) -> dict[str, str]:
-    return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln)
-
-
 ALL_PROPS_CMD = ("for d in /sys/class/block/sr*; do echo \"@@ ${d##*/}\"; "
                  "udevadm info --query=property --path=$d; done")
 

@@ -9,10 +9,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import guest, link_oracle
+from . import guest, link_oracle, qemu
 
 # the links the oracle predicts (by-path and by-id are checked by relation)
 OWN = tuple(f"{k}/" for k in link_oracle.LINK_KINDS)
+
+
+def drives(images) -> list[qemu.Drive]:
+    """One scsi-cd per image, each with a unit serial number as real drives have
+    (QEMU's scsi-cd has none unless given one): udev's scsi_id makes by-id of it."""
+    return [qemu.Drive(i.path.resolve(), serial=f"SRPART{k}") for k, i in enumerate(images)]
 
 
 @dataclass

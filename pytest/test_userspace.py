@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pytest
 
 from fixtures import catalog
-from harness import guest, link_oracle, qemu, udev_view
+from harness import guest, link_oracle, udev_view
 
 pytestmark = [pytest.mark.vm]
 
@@ -75,9 +75,7 @@ def view(request, boot):
     images = catalog.kind_images(SETS[set_name])
     devices = [d for k, img in enumerate(images)
                for d in link_oracle.devices(img, k, config.partitions)]
-    # a unit serial number, as real drives have: udev's scsi_id makes by-id of it
-    drives = [qemu.Drive(i.path.resolve(), serial=f"SRPART{k}") for k, i in enumerate(images)]
-    with boot(config.variant, drives, list(config.cmdline),
+    with boot(config.variant, udev_view.drives(images), list(config.cmdline),
               f"udev-{config.name}-{set_name}", userspace=config.userspace) as vm:
         got = udev_view.read(vm)
         yield View(config, images, devices, got.links, got.lsblk, vm)
@@ -166,11 +164,15 @@ def test_by_path_links_name_the_partition(view):
 
 
 def test_whole_disk_slices_get_no_links(view):
-    """60-persistent-storage.rules:13 skips them; so must 61-srpart-partitions.rules."""
+    """60-persistent-storage.rules:13 skips them; so must 61-srpart-partitions.rules:
+    no link leads to one, and none is claimed for one in udev's database (a claim
+    of lower priority than the disc's would not show as a link)."""
     whole = {d.name for d in view.devices if d.whole_disk}
     if not whole:
         pytest.skip("no whole-disk slice in this disc set")
     assert not [link for link, dev in view.links.items() if dev in whole]
+    props = guest.parse_all_props(view.vm.check(guest.ALL_PROPS_CMD))
+    assert {n: props[n].get("DEVLINKS") for n in whole} == {n: None for n in whole}
 
 
 def test_lsblk_equals_the_oracle(view):
