@@ -17,13 +17,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cache import Stamp, key_of
-from . import kconfig, paths, source
+from . import kbuild, kconfig, paths, source
 from .lock import locked
 from .errors import SrpartError, choose
 
@@ -109,7 +108,8 @@ def requested_config(name: str = "srpart") -> kconfig.Kconfig:
     return want.with_options(v.config) if v.config else want
 
 
-def make_modules(tree: Path, obj: Path, jobs: int, log: Path, out: Path) -> Path:
+def make_modules(tree: Path, obj: Path, jobs: int, log: Path, out: Path,
+                 what: str = "", quiet: bool = False) -> Path:
     """`make modules modules_install` into a staging root; pack lib/modules as newc cpio.gz."""
     from .initramfs import Cpio, Entry
     import gzip
@@ -117,13 +117,10 @@ def make_modules(tree: Path, obj: Path, jobs: int, log: Path, out: Path) -> Path
 
     root = out / "modroot"
     shutil.rmtree(root, ignore_errors=True)
-    with open(log, "a") as fh:
-        for target in (["modules"], ["modules_install", f"INSTALL_MOD_PATH={root}",
-                                     "INSTALL_MOD_STRIP=1"]):
-            r = subprocess.run(["make", f"-j{jobs}", f"O={obj}", *target], cwd=tree,
-                               stdout=fh, stderr=subprocess.STDOUT)
-            if r.returncode != 0:
-                raise SrpartError(f"make {target[0]} failed; full log: {log}")
+    kbuild.make(tree, obj, ["modules"], jobs, log, f"{what} modules", append=True, quiet=quiet)
+    kbuild.make(tree, obj, ["modules_install"], jobs, log, f"{what} modules_install",
+                extra=[f"INSTALL_MOD_PATH={root}", "INSTALL_MOD_STRIP=1"], append=True,
+                quiet=True)
     c = Cpio()
     for d in sorted(root.rglob("*")):
         rel = str(d.relative_to(root))
@@ -138,15 +135,11 @@ def make_modules(tree: Path, obj: Path, jobs: int, log: Path, out: Path) -> Path
     return cpio
 
 
-def make_bzimage(tree: Path, obj: Path, jobs: int, log: Path, what: str) -> Path:
-    """`make bzImage` in object tree `obj`; on failure, print the log's tail and fail naming it."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as fh:
-        r = subprocess.run(["make", f"-j{jobs}", f"O={obj}", "bzImage"], cwd=tree,
-                           stdout=fh, stderr=subprocess.STDOUT)
-    if r.returncode != 0:
-        print("\n".join(log.read_text(errors="replace").strip().splitlines()[-15:]))
-        raise SrpartError(f"kernel build {what} failed; full log: {log}")
+def make_bzimage(tree: Path, obj: Path, jobs: int, log: Path, what: str,
+                 quiet: bool = False) -> Path:
+    """`make bzImage` in object tree `obj`, with progress (harness/kbuild.py); on
+    failure, print the log's tail and fail naming it."""
+    kbuild.make(tree, obj, ["bzImage"], jobs, log, what, quiet=quiet)
     return obj / "arch/x86/boot/bzImage"
 
 
@@ -237,10 +230,10 @@ def build(kernel: str, name: str, jobs: int | None = None, quiet: bool = False) 
         if not quiet:
             print(f"srpart: building {kernel} {name} ({src.version}) in {obj}", flush=True)
         log = paths.LOGS / f"build-{kernel}-{name}.log"
-        bz = make_bzimage(src.tree, obj, jobs, log, f"{kernel} {name}")
+        bz = make_bzimage(src.tree, obj, jobs, log, f"{kernel} {name}", quiet=quiet)
         out.mkdir(parents=True, exist_ok=True)
         if v.modules:
-            make_modules(src.tree, obj, jobs, log, out)
+            make_modules(src.tree, obj, jobs, log, out, f"{kernel} {name}", quiet)
         shutil.copy2(bz, out / "bzImage")
         shutil.copy2(obj / ".config", out / "config")
         (out / "version").write_text(src.version + "\n")

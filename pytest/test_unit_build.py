@@ -1,0 +1,65 @@
+"""The build stage's runner, on recorded kbuild output and a stand-in Makefile
+(no kernel build)."""
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import kbuild
+from harness.errors import SrpartError
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_progress_counts_what_kbuild_compiled():
+    log = (DATA / "kbuild/incremental.log").read_text().splitlines()
+    p = kbuild.Progress("t", Path("x.log"))
+    for line in log:
+        p.feed(line + "\n")
+    # independent count: the quiet-mode lines of the compiler and the assembler
+    assert p.files == sum(1 for ln in log if ln[:5] in ("  CC ", "  AS "))
+    assert p.step == "BUILD arch/x86/boot/bzImage"
+
+
+def test_progress_line_says_count_elapsed_step_and_log():
+    p = kbuild.Progress("6.1 srpart", Path("build/logs/b.log"), expected=1046, files=412,
+                        step="CC fs/ext4/super.o", started=100.0)
+    line = p.line(100.0 + 161)
+    assert "412/1046 files compiled" in line and "2:41 elapsed" in line
+    assert "CC fs/ext4/super.o" in line and "build/logs/b.log" in line
+
+
+def _makefile(tmp_path: Path, fail: bool) -> Path:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "Makefile").write_text(textwrap.dedent(f"""\
+        bzImage:
+        \t@echo '  CC      a.o'
+        \t@echo '  CC      b.o'
+        \t@echo '  LD      vmlinux'
+        \t@{'false' if fail else 'true'}
+        """))
+    return tree
+
+
+def test_make_prints_progress_and_remembers_the_count(tmp_path, monkeypatch):
+    monkeypatch.setattr(kbuild, "PLAIN_EVERY", 0.0)
+    tree, obj, out = _makefile(tmp_path, False), tmp_path / "obj", io.StringIO()
+    obj.mkdir()
+    p = kbuild.make(tree, obj, ["bzImage"], 1, tmp_path / "b.log", "demo", out=out)
+    assert p.files == 2
+    assert "srpart: demo: " in out.getvalue() and str(tmp_path / "b.log") in out.getvalue()
+    assert "  LD      vmlinux" in (tmp_path / "b.log").read_text()
+    again = kbuild.make(tree, obj, ["bzImage"], 1, tmp_path / "b.log", "demo", out=out)
+    assert again.expected == 2
+
+
+def test_failed_make_names_its_log(tmp_path):
+    tree, obj, out = _makefile(tmp_path, True), tmp_path / "obj", io.StringIO()
+    obj.mkdir()
+    with pytest.raises(SrpartError, match=r"kernel build demo failed; full log: .*b\.log"):
+        kbuild.make(tree, obj, ["bzImage"], 1, tmp_path / "b.log", "demo", out=out, quiet=True)
+    assert "LD      vmlinux" in out.getvalue()        # the log's tail, printed
