@@ -21,7 +21,7 @@ help:
 	@echo "make fuzz        SEED=1 COUNT=300: malformed tables under the sanitizer kernel (KASAN, UBSAN, lockdep, kmemleak)"
 	@echo "make stress      SWAPS=200 CYCLES=30: media swaps under readers, hot-plug under a mount, sanitizer kernel"
 	@echo "make checkpatch  git am the series onto a pristine tree and run checkpatch --strict"
-	@echo "make series-check  checkpatch, plus a build after every patch and the cover-letter checks"
+	@echo "make series-check  checkpatch, a W=1 build of what the series touches after every patch, the cover-letter checks"
 	@echo "make abi-report  regenerate docs/abi-impact.md from real boots (1, 2, 4, 8 drives)"
 	@echo "make media-report  regenerate docs/media.md from three real boots (before/after the series)"
 	@echo "make userspace-report  regenerate docs/userspace.md: Debian 12's udev and util-linux on every disc kind"

@@ -1,5 +1,5 @@
-"""The build stage's runner, on recorded kbuild output and a stand-in Makefile
-(no kernel build)."""
+"""The build stage's runner and the series check's warning reader, on recorded
+kbuild output and a stand-in Makefile (no kernel build)."""
 from __future__ import annotations
 
 import io
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import kbuild
+from harness import kbuild, series
 from harness.errors import SrpartError
 
 DATA = Path(__file__).parent / "data"
@@ -63,3 +63,19 @@ def test_failed_make_names_its_log(tmp_path):
     with pytest.raises(SrpartError, match=r"kernel build demo failed; full log: .*b\.log"):
         kbuild.make(tree, obj, ["bzImage"], 1, tmp_path / "b.log", "demo", out=out, quiet=True)
     assert "LD      vmlinux" in out.getvalue()        # the log's tail, printed
+
+
+def test_series_check_reads_warnings_relative_to_the_tree():
+    tree = Path("/w/src/linux-source-6.1")
+    log = textwrap.dedent("""\
+          CC      block/partitions/efi.o
+        /w/src/linux-source-6.1/block/partitions/efi.c:240:6: warning: no previous prototype for 'f' [-Wmissing-prototypes]
+        /w/src/linux-source-6.1/include/linux/blkdev.h:12:1: warning: 'x' defined but not used [-Wunused-function]
+        drivers/scsi/sr.c:5:1: warning: old-style definition
+        /w/src/linux-source-6.1/block/partitions/efi.c:240:6: note: not a warning
+        """)
+    assert series.warnings_in(log, tree) == {
+        ("block/partitions/efi.c", "no previous prototype for 'f' [-Wmissing-prototypes]"),
+        ("include/linux/blkdev.h", "'x' defined but not used [-Wunused-function]"),
+        ("drivers/scsi/sr.c", "old-style definition"),
+    }
