@@ -18,11 +18,13 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from . import docstamp, kconfig, paths, qemu, source
 from . import kernel as kernels
@@ -74,7 +76,47 @@ def recorded_cold(kernel: str, debug: bool = False) -> float | None:
     return cold[-1] if cold else None
 
 
-def measure_vm(kernel: str, boots: int, userspace: str = "busybox") -> list[tuple[float, float]]:
+@dataclass(frozen=True)
+class VMPhases:
+    """One boot from QEMU start to QEMU exit, in seconds, split where the guest's
+    own clocks allow: `firmware` is QEMU's start, the firmware and the kernel's
+    decompression (until the kernel's clock starts: the host time of the command
+    minus the guest's /proc/uptime then); `kernel` until printk's "Run /init";
+    `init` the guest init until READY (drives probed); `command` from READY to the
+    command's verdict (one round trip of the command channel); `poweroff`
+    `reboot -f` until QEMU has exited."""
+    firmware: float
+    kernel: float
+    init: float
+    command: float
+    poweroff: float
+
+    @property
+    def ready(self) -> float:
+        return self.firmware + self.kernel + self.init
+
+    @property
+    def total(self) -> float:
+        return self.ready + self.command + self.poweroff
+
+
+RUN_INIT = re.compile(r"^\[\s*(\d+\.\d+)\] Run /init as init process", re.M)
+
+
+def phases(ready: float, cmd_start: float, cmd_end: float, total: float, uptime: float,
+           kernel_log: str) -> VMPhases:
+    """VMPhases from host times (seconds since QEMU start), the guest's uptime read
+    at the start of the command and the kernel log."""
+    m = RUN_INIT.search(kernel_log)
+    if not m:
+        raise ValueError("no 'Run /init as init process' in the kernel log")
+    kernel_start = max(cmd_start - uptime, 0.0)
+    to_init = float(m.group(1))
+    return VMPhases(firmware=kernel_start, kernel=to_init, init=ready - kernel_start - to_init,
+                    command=cmd_end - ready, poweroff=total - cmd_end)
+
+
+def measure_vm(kernel: str, boots: int, userspace: str = "busybox") -> list[VMPhases]:
     from fixtures import catalog
 
     spec = boot_spec(kernel, "srpart", [i.path for i in catalog.drive_images(8)],
@@ -83,10 +125,22 @@ def measure_vm(kernel: str, boots: int, userspace: str = "busybox") -> list[tupl
     for i in range(boots):
         t = time.monotonic()
         vm = VM(spec, f"bench-{userspace}-{i}").start()
-        vm.check("cat /proc/partitions")
+        c0 = time.monotonic() - t
+        up = float(vm.check("cut -d' ' -f1 /proc/uptime; cat /proc/partitions >/dev/null")
+                   .split()[0])
+        c1 = time.monotonic() - t
         vm.stop()
-        out.append((vm.boot_seconds or 0.0, time.monotonic() - t))
+        out.append(phases(vm.boot_seconds or 0.0, c0, c1, time.monotonic() - t, up,
+                          vm.log.read_text(errors="replace")))
     return out
+
+
+def phase_line(runs: list[VMPhases]) -> str:
+    med = {f: statistics.median(getattr(r, f) for r in runs)
+           for f in ("firmware", "kernel", "init", "command", "poweroff")}
+    return ("QEMU start, firmware and decompression {firmware:.2f} s, kernel to init {kernel:.2f} s, "
+            "init to READY {init:.2f} s, one command {command:.2f} s, power-off {poweroff:.2f} s"
+            .format(**med))
 
 
 def measure_matrix() -> float:
@@ -133,7 +187,12 @@ How each figure is taken (details in the docstrings of harness/bench*.py):
   and rebuilds; the variant switch flips the series between unpatched
   and srpart in one object tree (kbuild tracks config symbols per file).
 - **Per VM**: one 8-drive guest from QEMU start to the command channel's
-  READY marker, then one command and a clean `reboot -f`.
+  READY marker, then one command and a clean `reboot -f`. The phases: the
+  kernel's clock starts at the host time of the command minus the guest's
+  /proc/uptime (before it: QEMU, firmware, decompression); printk's
+  "Run /init" ends the kernel's part; READY (every drive probed and opened)
+  the init's; then the command's round trip and QEMU's exit. Under TCG the
+  guest clock wanders by a few tens of ms, so a phase is a median of boots.
 - **Media change**: QMP `blockdev-change-medium` until sysfs shows the new
   disc's first partition at the host oracle's start.
 - **Read**: a 64 MiB partition of pseudo-random data, O_DIRECT, 1 MiB
@@ -184,15 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     say(f"kernel build, sr.c touched: {edit:.1f} s")
     say(f"kernel build, variant switch (unpatched <-> srpart): {switch:.1f} s")
     runs = measure_vm(args.kernel, args.boots)
-    ready = statistics.median(r[0] for r in runs)
-    total = statistics.median(r[1] for r in runs)
+    ready = statistics.median(r.ready for r in runs)
+    total = statistics.median(r.total for r in runs)
     say(f"per VM, 8 drives, boot to READY: {ready:.2f} s (median of {len(runs)})")
     say(f"per VM, 8 drives, boot to verdict: {total:.2f} s (median of {len(runs)}; "
-        f"min {min(r[1] for r in runs):.2f}, max {max(r[1] for r in runs):.2f})")
+        f"min {min(r.total for r in runs):.2f}, max {max(r.total for r in runs):.2f})")
+    say(f"per VM, 8 drives, phases (medians): {phase_line(runs)}")
     runs = measure_vm(args.kernel, args.boots, userspace="udev")
     say(f"per VM, 8 drives, Debian's udev userspace (udevd, trigger, settle), boot to READY: "
-        f"{statistics.median(r[0] for r in runs):.2f} s, to verdict "
-        f"{statistics.median(r[1] for r in runs):.2f} s (median of {len(runs)})")
+        f"{statistics.median(r.ready for r in runs):.2f} s, to verdict "
+        f"{statistics.median(r.total for r in runs):.2f} s (median of {len(runs)}); "
+        f"{phase_line(runs)}")
     from . import bench_media, bench_memory, bench_read
     for mod in (bench_media, bench_read, bench_memory):
         for line in mod.report(args.kernel):

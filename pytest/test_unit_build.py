@@ -79,3 +79,18 @@ def test_series_check_reads_warnings_relative_to_the_tree():
         ("include/linux/blkdev.h", "'x' defined but not used [-Wunused-function]"),
         ("drivers/scsi/sr.c", "old-style definition"),
     }
+
+
+def test_bench_splits_a_boot_into_phases_that_add_up():
+    from harness import bench
+    log = (DATA / "kernel-boot-8drives.log").read_text()
+    run_init = float(bench.RUN_INIT.search(log).group(1))
+    p = bench.phases(ready=2.0, cmd_start=2.05, cmd_end=2.15, total=2.6, uptime=1.7,
+                     kernel_log=log)
+    assert p.firmware == pytest.approx(0.35)
+    assert p.kernel == run_init
+    assert p.init == pytest.approx(2.0 - 0.35 - run_init)
+    assert (p.command, p.poweroff) == (pytest.approx(0.15), pytest.approx(0.45))
+    assert p.ready == pytest.approx(2.0) and p.total == pytest.approx(2.6)
+    with pytest.raises(ValueError, match="Run /init"):
+        bench.phases(2.0, 2.05, 2.15, 2.6, 1.7, "[    0.1] no init here\n")
