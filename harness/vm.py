@@ -29,6 +29,11 @@ from .qmp import QMP
 # has booted (~2 s here, far more under a sanitizer kernel on a loaded machine)
 BOOT_TIMEOUT = qemu.PROBE_WAIT_S + 30.0
 SHUTDOWN_TIMEOUT = 30.0
+# `reboot -f` as a subshell with no stdin, like every command (console.wrap):
+# sent bare, the guest's sh took 0.2-0.3 s (and usually a nudge) before it ran
+# it; this way the VM is gone 0.18 s after the line is sent instead of 0.43 s
+# (make bench, the power-off phase).
+REBOOT = "( reboot -f\n) </dev/null"
 
 
 @dataclass
@@ -194,7 +199,7 @@ class VM:
         if not self.child:
             return
         try:
-            self.child.sendline("reboot -f")
+            self.child.sendline(REBOOT)
             self.console.wait_exit(SHUTDOWN_TIMEOUT)
         finally:
             self.total_seconds = time.monotonic() - self._t0
