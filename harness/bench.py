@@ -161,13 +161,21 @@ def machine() -> str:
             f"{(q.split() or ['?', '?', '?', '?'])[3]}, accel {qemu.choose_accel()}")
 
 
+# Figures of whole runs (cold and warm `make check`, before and after a change
+# to the rig), recorded by hand from the runs they name; `make bench` keeps them
+# in the document after the figures it measures itself.
+RECORDED = Path("docs/performance/rig-speed.md")
+
+
 def write_doc(out: Path, kernel: str, command: str, lines: list[str]) -> None:
     src = source.extract(kernel)
+    recorded = paths.ROOT / RECORDED
+    extra = "\n" + recorded.read_text() if recorded.exists() else ""
     out.write_text(DOC.format(command=command, machine=machine(), revision=paths.project_revision(),
                               version=source.makefile_version(src.tree),
                               date=datetime.date.today().isoformat(),
                               figures="\n".join(f"- {ln}" for ln in lines))
-                   + docstamp.line([kernel]))
+                   + extra + docstamp.line([kernel]))
 
 
 DOC = """# Performance
