@@ -169,8 +169,7 @@ RECORDED = Path("docs/performance/rig-speed.md")
 
 def write_doc(out: Path, kernel: str, command: str, lines: list[str]) -> None:
     src = source.extract(kernel)
-    recorded = paths.ROOT / RECORDED
-    extra = "\n" + recorded.read_text() if recorded.exists() else ""
+    extra = "\n" + (paths.ROOT / RECORDED).read_text()
     out.write_text(DOC.format(command=command, machine=machine(), revision=paths.project_revision(),
                               version=source.makefile_version(src.tree),
                               date=datetime.date.today().isoformat(),
