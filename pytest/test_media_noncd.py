@@ -22,7 +22,7 @@ from harness import oracle, qemu
 
 pytestmark = [pytest.mark.vm, pytest.mark.xdist_group("media-noncd")]
 
-KINDS = catalog.MIXED + catalog.REST
+KINDS = catalog.MIXED + catalog.REST + catalog.PARSERS
 
 # Per sd disk: "target name"; per partition: "target partno start size".
 DISKS_CMD = ("for d in /sys/block/sd*; do t=$(readlink -f $d/device); t=${t##*/}; "
