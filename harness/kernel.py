@@ -39,13 +39,18 @@ class Variant:
     obj: str = ""                # object tree build/obj/<kernel><obj>
     built_by: str = "kernels"    # "kernels": make kernels; "report": make abi-report; "demand"
     modules: bool = False        # sr_mod.ko and cdrom.ko packed into modules.cpio.gz
+    gcov: tuple[str, ...] = ()   # folders built with GCOV_PROFILE := y (CONFIG_GCOV_KERNEL)
 
     def patch_dir(self, kernel: str) -> str | None:
         return self.patches.format(kernel=kernel) if self.patches else None
 
-    def ref(self, kernel: str) -> str:
-        """The git branch of the extracted tree the variant builds."""
+    def base_ref(self, kernel: str) -> str:
         return self.patch_dir(kernel) or "srpart-base"
+
+    def ref(self, kernel: str) -> str:
+        """The git branch of the extracted tree the variant builds: its series, plus
+        a commit of the harness's that profiles the gcov folders."""
+        return self.base_ref(kernel) + ("+gcov" if self.gcov else "")
 
 
 # The order is the build order of `make kernels`, all in one object tree: each
@@ -67,8 +72,9 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("legacy", "legacy-{kernel}", "the 2004 approach, for docs/abi-impact.md only",
             built_by="report"),
     Variant("srpart-debug", "{kernel}", "the series plus Kconfig.debug.fragment (KASAN, UBSAN, "
-            "lockdep, kmemleak) for make fuzz/stress", fragment="Kconfig.debug.fragment",
-            obj="-debug", built_by="demand"),
+            "lockdep, kmemleak, gcov of block/partitions) for make fuzz/stress",
+            fragment="Kconfig.debug.fragment", obj="-debug", built_by="demand",
+            gcov=("block/partitions",)),
 )}
 
 # How the series' sr is built, for the tests that run on both: into the kernel
@@ -198,6 +204,8 @@ def _plan(kernel: str, name: str) -> _Plan:
                           f"no patches/{v.patch_dir(kernel)}/")
     if v.patches:
         source.apply_series(src, v.patch_dir(kernel))
+    if v.gcov:
+        source.gcov_branch(src, v.base_ref(kernel), v.ref(kernel), v.gcov)
     want = requested_config(name)
     key = key_of(source.tree_id(src, v.ref(kernel)), want.render())
     return _Plan(src, v, key, artifact_dir(kernel, name))

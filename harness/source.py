@@ -163,6 +163,29 @@ def apply_series(src: KernelSource, name: str) -> str:
     return _git(tree, "rev-parse", "HEAD").stdout.strip()
 
 
+def gcov_branch(src: KernelSource, base: str, name: str, folders: tuple[str, ...]) -> str:
+    """Branch `name` = `base` + one commit that sets GCOV_PROFILE := y in each
+    folder's Makefile, so that CONFIG_GCOV_KERNEL profiles those folders only.
+    Kept while its parent is still `base`'s commit."""
+    tree = src.tree
+    parent = _git(tree, "rev-parse", f"refs/heads/{base}^{{commit}}" if base != "srpart-base"
+                  else "srpart-base^{commit}").stdout.strip()
+    have = _git(tree, "rev-parse", "-q", "--verify", f"refs/heads/{name}^", check=False)
+    if have.returncode == 0 and have.stdout.strip() == parent:
+        return _git(tree, "rev-parse", f"refs/heads/{name}").stdout.strip()
+    _git(tree, "checkout", "-q", "-f", "-B", name, parent)
+    for folder in folders:
+        mk = tree / folder / "Makefile"
+        if not mk.exists():
+            raise SrpartError(f"no {folder}/Makefile in linux-source-{src.kernel} to profile")
+        mk.write_text(mk.read_text() + "\n# srpart: gcov of this folder only (debug kernels)\n"
+                      "GCOV_PROFILE := y\n")
+        _git(tree, "add", "-f", str(mk.relative_to(tree)))
+    _git(tree, "-c", "user.name=srpart", "-c", "user.email=srpart@localhost", "commit", "-q",
+         "-m", f"srpart: GCOV_PROFILE in {' '.join(folders)}")
+    return _git(tree, "rev-parse", "HEAD").stdout.strip()
+
+
 def checkout(src: KernelSource, ref: str) -> None:
     """Point the work tree at `ref`; only files that differ get new mtimes."""
     _git(src.tree, "checkout", "-q", "-f", ref)
