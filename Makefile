@@ -18,7 +18,7 @@ help:
 	@echo "make check       build everything, series-check, and the whole pytest matrix on $(KERNELS) (JUnit: $(JUNIT))"
 	@echo "make unit        the fast tests that boot no VM"
 	@echo "make bench       measure build, boot, media-change, read, memory and matrix figures; write docs/performance.md"
-	@echo "make fuzz        SEED=1 COUNT=300: malformed tables under the sanitizer kernel (KASAN, UBSAN, lockdep, kmemleak)"
+	@echo "make fuzz        SEED=1 COUNT=300 BLOCKS='2048 512 4096': malformed tables under the sanitizer kernel (KASAN, UBSAN, lockdep, kmemleak)"
 	@echo "make stress      SWAPS=200 CYCLES=30: media swaps under readers, hot-plug under a mount, sanitizer kernel"
 	@echo "make checkpatch  git am the series onto a pristine tree and run checkpatch --strict"
 	@echo "make series-check  checkpatch, a W=1 build of what the series touches after every patch, the cover-letter checks"
@@ -73,12 +73,16 @@ userspace-report: kernels fixtures
 debug-kernel: deps
 	$(SRPART) build --kernel $(KERNEL) --variant srpart-debug
 
+# COUNT images at each block size: 2048 on scsi-cd (sr), 512 and 4096 on
+# scsi-hd against the unpatched kernel (harness/fuzz_check.py)
 SEED  ?= 1
 COUNT ?= 300
+BLOCKS ?= 2048 512 4096
 FUZZ_VARIANT ?= srpart-debug
 fuzz: deps
 	$(SRPART) build --kernel $(KERNEL) --variant $(FUZZ_VARIANT)
-	$(PY) -m harness.fuzz_run --kernel $(KERNEL) --variant $(FUZZ_VARIANT) --seed $(SEED) --count $(COUNT)
+	rc=0; for b in $(BLOCKS); do $(PY) -m harness.fuzz_run --kernel $(KERNEL) \
+	  --variant $(FUZZ_VARIANT) --seed $(SEED) --count $(COUNT) --block $$b || rc=1; done; exit $$rc
 
 SWAPS  ?= 200
 CYCLES ?= 30

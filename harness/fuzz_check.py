@@ -1,18 +1,27 @@
 """Booted malformed media against the kernel's invariants: the logic `make
 fuzz` (harness/fuzz_run.py) and pytest/test_fuzz.py share. See fuzz_run's
 docstring for the invariants.
+
+On sr (2048-byte blocks) the images are swapped in round by round; on
+scsi-hd (512- and 4096-byte blocks, the syzkaller and 4Kn cases) each image
+is a disk of its own, booted once under the unpatched kernel and once under
+the series, and the series must give the unpatched partitions, except for
+what its fixes name: no partition that ends beyond the disk (the unpatched
+kernel makes them only when start + size wraps, patches 0001-0002), and on
+blocks above 512 bytes none that starts inside a block (patch 0003).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import guest
+from . import guest, oracle
 from .console import GuestError
 from .errors import SrpartError
 from .vm import VM
 
 PER_VM = 8          # drives per VM
 ROUNDS = 8          # images per drive per VM: one at probe, ROUNDS-1 media swaps
+SD_PER_VM = 32      # scsi-hd disks per VM (one image each, no swaps)
 
 
 @dataclass
@@ -92,3 +101,55 @@ def fuzz_vm(vm: VM, cases: list) -> VmResult:
         res.failures.append((cases, [f"kmemleak: {len(leaks)} unreferenced objects, first: "
                                      + leaks[0].splitlines()[0]]))
     return res
+
+
+# Per sd disk: "disk <target> <name> <size>"; per partition: "part <target> <partno>
+# <start> <size>". sd names disks in probe order, so disks are keyed by SCSI target.
+SD_CMD = ("for d in /sys/block/sd*; do t=$(readlink -f $d/device); t=${t##*/}; "
+          "echo disk $t ${d##*/} $(cat $d/size); for p in $d/${d##*/}*; do "
+          "[ -e $p/partition ] || continue; "
+          "echo part $t $(cat $p/partition) $(cat $p/start) $(cat $p/size); done; done")
+
+
+@dataclass(frozen=True)
+class SdDisk:
+    target: str                                  # "0:0:3:0"
+    size: int                                    # 512-byte sectors
+    parts: tuple[tuple[int, int, int], ...]      # (partno, start, size), sorted
+
+
+def parse_sd(text: str) -> dict[str, SdDisk]:
+    sizes, parts = {}, {}
+    for line in text.splitlines():
+        f = line.split()
+        if f[:1] == ["disk"] and len(f) == 4:
+            sizes[f[1]] = int(f[3])
+            parts.setdefault(f[1], [])
+        elif f[:1] == ["part"] and len(f) == 5:
+            parts.setdefault(f[1], []).append((int(f[2]), int(f[3]), int(f[4])))
+    return {t: SdDisk(t, sizes[t], tuple(sorted(parts[t]))) for t in sizes}
+
+
+def sd_expected(unpatched: SdDisk, block: int) -> tuple[tuple[int, int, int], ...]:
+    """What the series must give where the unpatched kernel gave `unpatched`."""
+    kept = [oracle.Part(n, s, c) for n, s, c in unpatched.parts if s + c <= unpatched.size]
+    return tuple((p.number, p.start, p.size) for p in oracle.on_device(kept, block).parts)
+
+
+def sd_problems(before: dict[str, SdDisk], after: dict[str, SdDisk], block: int,
+                compare: bool = True) -> list[str]:
+    """The series' disks against the invariants and, with `compare`, the unpatched kernel."""
+    problems = []
+    if set(before) != set(after):
+        problems.append(f"disks differ: unpatched {sorted(before)}, series {sorted(after)}")
+    k = block // 512
+    for t, d in sorted(after.items()):
+        for n, s, c in d.parts:
+            if s + c > d.size:
+                problems.append(f"{t} p{n}: {s}+{c} beyond the medium ({d.size})")
+            if s % k or c % k:
+                problems.append(f"{t} p{n}: start {s} size {c} not {block}-aligned")
+        if compare and t in before and d.parts != sd_expected(before[t], block):
+            problems.append(f"{t}: series {list(d.parts)} != unpatched through the fixes "
+                            f"{list(sd_expected(before[t], block))}")
+    return problems

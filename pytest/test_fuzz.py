@@ -1,15 +1,19 @@
-"""Malformed media, a bounded subset of `make fuzz` (issue 6).
+"""Malformed media, a bounded subset of `make fuzz` (issues 6, 14).
 
-Every table kind x every mutation at least once (seed 20261203: the first
-kinds x mutations cases, rounded up to whole VMs), 16 images per VM of 8
-drives: the first 8 are parsed at probe, the next 8 after a media swap over
-QMP, as `make fuzz` does. Plus the reproducer of
-the GPT size wrap patches 0001-0002 fix (seed 1, case 37), on sr and,
-against the unpatched kernel, on sd. Invariants: no bad
-pattern in the kernel log (the harness fails the VM), every partition
-inside its medium and 2048-aligned, on the extended major, whole disks at
-11,K. The full run, under the sanitizer kernel with a kmemleak scan, is
-`make fuzz`.
+On sr (2048-byte blocks): every parser's table kind x every mutation at
+least once (seed 20261203: the first kinds x mutations cases, rounded up to
+whole VMs), 16 images per VM of 8 drives: the first 8 are parsed at probe,
+the next 8 after a media swap over QMP, as `make fuzz` does. All of them
+with sr built in; the first VM's worth with sr as modules too (the parsers
+are the same code either way, the media-change path is not). On scsi-hd
+with 512- and 4096-byte blocks: one image of every kind, one VM each under
+the unpatched kernel and the series, which must agree except where the
+series' fixes say (harness/fuzz_check.py). Plus the reproducer of the GPT
+size wrap patches 0001-0002 fix (seed 1, case 37), on sr and, against the
+unpatched kernel, on sd. Invariants: no bad pattern in the kernel log (the
+harness fails the VM), every partition inside its medium and aligned, on
+the extended major, whole disks at 11,K. The full run, under the sanitizer
+kernel with a kmemleak scan, is `make fuzz`.
 """
 from __future__ import annotations
 
@@ -27,22 +31,43 @@ PER_VM = fuzz_check.PER_VM * ROUNDS
 # the first len(KINDS) * len(MUTATIONS) cases are every pair once
 PAIRS = len(fuzz.KINDS) * len(fuzz.MUTATIONS)
 COUNT = -(-PAIRS // PER_VM) * PER_VM
-BATCHES = [pytest.param(b, id=f"batch{b}", marks=pytest.mark.xdist_group(f"fuzz-{b}"))
-           for b in range(COUNT // PER_VM)]
+BATCHES = [pytest.param(b, build, id=f"batch{b}-{build}",
+                        marks=pytest.mark.xdist_group(f"fuzz-{b}-{build}"))
+           for b in range(COUNT // PER_VM) for build in (("builtin", "module") if b == 0
+                                                         else ("builtin",))]
 
 
-@pytest.mark.parametrize("batch", BATCHES)
-def test_malformed_media_keep_the_invariants(boot, sr_build, batch):
+@pytest.mark.parametrize("batch,build", BATCHES)
+def test_malformed_media_keep_the_invariants(boot, batch, build):
     cases = [fuzz.case(SEED, i, paths.BUILD / "fuzz" / str(SEED))
              for i in range(batch * PER_VM, (batch + 1) * PER_VM)]
     first = cases[:fuzz_check.PER_VM]
-    variant, extra = SR_BUILDS[sr_build]
+    variant, extra = SR_BUILDS[build]
     with boot(variant, [c.path for c in first], ["sr_mod.partscan=1", *extra],
-              f"fuzz-{batch}-{sr_build}", qmp=True) as vm:
+              f"fuzz-{batch}-{build}", qmp=True) as vm:
         res = fuzz_check.fuzz_vm(vm, cases)
     assert not res.failures, [f"seed {SEED}, cases {b[0].index}-{b[-1].index}: {p}"
                               for b, p in res.failures]
     assert res.processed == len(cases)
+
+
+# one case of every kind, mutations varying with the kind
+SD_CASES = list(range(len(fuzz.KINDS)))
+
+
+@pytest.mark.parametrize("block", [512, 4096])
+def test_malformed_disks_partition_as_unpatched_through_the_fixes(boot, block):
+    """Every kind on scsi-hd: the series changes nothing sd gets but what its fixes name."""
+    cases = [fuzz.case(SEED, i, paths.BUILD / "fuzz" / str(SEED)) for i in SD_CASES]
+    assert {c.kind for c in cases} == set(fuzz.KINDS)
+    drives = [qemu.Drive(c.path, "scsi-hd", block) for c in cases]
+    views = {}
+    for variant in ("unpatched", "srpart"):
+        with boot(variant, drives, [], f"fuzz-sd{block}-{variant}") as vm:
+            views[variant] = fuzz_check.parse_sd(vm.check(fuzz_check.SD_CMD, timeout=120))
+    assert len(views["srpart"]) == len(cases)
+    assert sum(len(d.parts) for d in views["unpatched"].values()), "no partitions at all"
+    assert fuzz_check.sd_problems(views["unpatched"], views["srpart"], block) == []
 
 
 def _wrap_case():

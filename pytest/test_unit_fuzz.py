@@ -34,3 +34,39 @@ def test_the_check_subset_covers_every_kind_and_mutation():
     import test_fuzz
     pairs = {fuzz.pair(i) for i in range(test_fuzz.COUNT)}
     assert pairs == {(k, m) for k in fuzz.KINDS for m in fuzz.MUTATIONS}
+
+
+def test_debug_kinds_are_generated_only_when_asked(tmp_path):
+    plain = fuzz.generate(3, len(fuzz.KINDS), tmp_path / "a")
+    debug = fuzz.generate(3, len(fuzz.KINDS) + 1, tmp_path / "b", fuzz.KINDS + fuzz.DEBUG_KINDS)
+    assert not {c.kind for c in plain} & set(fuzz.DEBUG_KINDS)
+    assert {c.kind for c in debug} == set(fuzz.KINDS + fuzz.DEBUG_KINDS)
+
+
+def _sd(parts, size=1000, target="0:0:0:0"):
+    from harness.fuzz_check import SdDisk
+    return {target: SdDisk(target, size, tuple(parts))}
+
+
+def test_sd_expectation_drops_only_what_the_fixes_name():
+    from harness.fuzz_check import sd_problems
+    before = _sd([(1, 8, 100), (2, 9, 100), (3, 900, 2**64 - 4)])
+    # 512-byte blocks: only the wrapped entry goes
+    assert sd_problems(before, _sd([(1, 8, 100), (2, 9, 100)]), 512) == []
+    # 4096-byte blocks: the misaligned one goes too, the others lose a partial block
+    assert sd_problems(before, _sd([(1, 8, 96)]), 4096) == []
+    assert sd_problems(before, _sd([(1, 8, 100)]), 4096) != []      # partial block kept
+    assert sd_problems(before, _sd([(1, 8, 100), (2, 9, 100), (4, 0, 8)]), 512) != []
+
+
+def test_sd_problems_name_partitions_beyond_the_disk_even_without_comparison():
+    from harness.fuzz_check import sd_problems
+    got = sd_problems(_sd([]), _sd([(1, 900, 200)]), 512, compare=False)
+    assert got == ["0:0:0:0 p1: 900+200 beyond the medium (1000)"]
+
+
+def test_parse_sd_keys_disks_by_target():
+    from harness.fuzz_check import parse_sd
+    got = parse_sd("disk 0:0:1:0 sda 2048\npart 0:0:1:0 1 8 16\ndisk 0:0:0:0 sdb 64\n")
+    assert got["0:0:1:0"].parts == ((1, 8, 16),) and got["0:0:0:0"].parts == ()
+    assert got["0:0:0:0"].size == 64
