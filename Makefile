@@ -78,11 +78,13 @@ debug-kernel: deps
 SEED  ?= 1
 COUNT ?= 300
 BLOCKS ?= 2048 512 4096
+KINDS ?= all
 FUZZ_VARIANT ?= srpart-debug
 fuzz: deps
 	$(SRPART) build --kernel $(KERNEL) --variant $(FUZZ_VARIANT)
 	rc=0; for b in $(BLOCKS); do $(PY) -m harness.fuzz_run --kernel $(KERNEL) \
-	  --variant $(FUZZ_VARIANT) --seed $(SEED) --count $(COUNT) --block $$b || rc=1; done; exit $$rc
+	  --variant $(FUZZ_VARIANT) --seed $(SEED) --count $(COUNT) --block $$b --kinds $(KINDS) \
+	  || rc=1; done; exit $$rc
 
 SWAPS  ?= 200
 CYCLES ?= 30

@@ -53,10 +53,14 @@ def collect_gcov(vm: VM, where: Path | None, name: str) -> None:
                                                                        timeout=600)))
 
 
+KINDS = "all"        # or "debian": without the parsers only the debug kernels have
+
+
 def kinds_for(variant: str) -> tuple[str, ...]:
     from fixtures import fuzz
 
-    return fuzz.KINDS + (fuzz.DEBUG_KINDS if kernels.variant(variant).fragment else ())
+    debug = kernels.variant(variant).fragment and KINDS == "all"
+    return fuzz.KINDS + (fuzz.DEBUG_KINDS if debug else ())
 
 
 def run_sd(seed: int, count: int, kernel: str, variant: str, keep: Path, block: int) -> Outcome:
@@ -160,10 +164,14 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"images per drive per VM (default {ROUNDS}: one probe, then swaps)")
     ap.add_argument("--block", type=int, choices=(2048, 512, 4096), default=2048,
                     help="2048: scsi-cd drives (sr); 512, 4096: scsi-hd disks against unpatched")
+    ap.add_argument("--kinds", choices=("all", "debian"), default="all",
+                    help="all: with the debug kernels' extra parsers (sysv68); debian: without")
     args = ap.parse_args(argv)
-    print(f"srpart fuzz: seed {args.seed}, {args.count} images, {args.kernel} {args.variant}, "
+    global KINDS
+    KINDS = args.kinds
+    print(f"srpart fuzz: kinds {args.kinds}, seed {args.seed}, {args.count} images, {args.kernel} {args.variant}, "
           f"{args.block}-byte blocks (reproduce: --seed {args.seed} --count {args.count} "
-          f"--rounds {args.rounds} --block {args.block})", flush=True)
+          f"--rounds {args.rounds} --block {args.block} --kinds {args.kinds})", flush=True)
     kernels.build(args.kernel, args.variant)
     keep = paths.BUILD / "fuzz" / "failed"
     if args.block == 2048:

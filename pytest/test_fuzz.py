@@ -9,8 +9,8 @@ are the same code either way, the media-change path is not). On scsi-hd
 with 512- and 4096-byte blocks: one image of every kind, one VM each under
 the unpatched kernel and the series, which must agree except where the
 series' fixes say (harness/fuzz_check.py). Plus the reproducer of the GPT
-size wrap patches 0001-0002 fix (seed 1, case 37), on sr and, against the
-unpatched kernel, on sd. Invariants: no bad pattern in the kernel log (the
+size wrap patches 0001-0002 fix (pinned: fuzz.gpt_end_before_start), on sr
+and, against the unpatched kernel, on sd. Invariants: no bad pattern in the kernel log (the
 harness fails the VM), every partition inside its medium and aligned, on
 the extended major, whole disks at 11,K. The full run, under the sanitizer
 kernel with a kmemleak scan, is `make fuzz`.
@@ -70,17 +70,17 @@ def test_malformed_disks_partition_as_unpatched_through_the_fixes(boot, block):
     assert fuzz_check.sd_problems(views["unpatched"], views["srpart"], block) == []
 
 
-def _wrap_case():
-    c = fuzz.case(1, 37, paths.BUILD / "fuzz" / "1")
-    assert (c.kind, c.mutation) == ("gpt2048", "near-2^64")
-    return c
+def _wrap_image():
+    """Pinned: the generator changes as coverage steers it, the reproducer must not."""
+    return fuzz.gpt_end_before_start(paths.BUILD / "fuzz" / "pinned")
 
 
 def test_gpt_entry_ending_before_its_start_is_ignored(boot, sr_build):
-    """Seed 1, case 37: without patches 0001-0002 this made sr0p3 nearly 2^64 sectors long."""
-    c = _wrap_case()
+    """The first finding (seed 1, case 37 on 2026-12-03): without patches 0001-0002
+    this made sr0p3 nearly 2^64 sectors long."""
+    img = _wrap_image()
     variant, extra = SR_BUILDS[sr_build]
-    with boot(variant, [c.path], ["sr_mod.partscan=1", *extra], f"fuzz-gpt-wrap-{sr_build}") as vm:
+    with boot(variant, [img], ["sr_mod.partscan=1", *extra], f"fuzz-gpt-wrap-{sr_build}") as vm:
         _, problems = fuzz_check.check_batch(vm, 1)
     assert not problems
 
@@ -90,8 +90,8 @@ def test_gpt_size_wrap_on_a_scsi_disk(boot, variant):
     """The same GPT on sd with 2048-byte blocks, which scans partitions without the
     series: the unpatched kernel creates a partition far larger than the disk (the bug
     patches 0001-0002 fix for every disk, hence Cc: stable), the series does not."""
-    c = _wrap_case()
-    with boot(variant, [qemu.Drive(c.path, "scsi-hd", 2048)], [], f"gpt-wrap-sd-{variant}") as vm:
+    img = _wrap_image()
+    with boot(variant, [qemu.Drive(img, "scsi-hd", 2048)], [], f"gpt-wrap-sd-{variant}") as vm:
         disk = int(vm.check("cat /sys/block/sda/size"))
         parts = guest.parse_sys_partitions(vm.check(guest.partitions_cmd("sd")))
     assert parts, "no partitions on sda: the case no longer reaches the GPT parser"
