@@ -22,6 +22,12 @@ SIGNATURES = (
     ("Apple Partition Map", 0, b"ER"),
     ("Sun disk label", 508, b"\xda\xbe"),
     ("SGI volume header", 0, b"\x0b\xe5\xa9\x41"),
+    ("Amiga RDB", 0, b"RDSK"),
+    ("BSD/OSF disklabel", 64, b"\x57\x45\x56\x82"),
+    ("Ultrix table", 16312, b"\x57\x29\x03\x00"),
+    ("Karma label", 510, b"\x56\xab"),
+    ("sysV68 volume id", 248, b"MOTOROLA"),
+    # Atari AHDI and Acorn ICS tables have no magic, only plausibility checks
 )
 
 
@@ -47,6 +53,7 @@ def check_cd_image(path: Path) -> list[str]:
     with open(path, "rb") as fh:
         head = fh.read(32769 + 5)
     if not signatures(head):
-        warnings.append(f"{path} has no ISO 9660 volume and none of the MBR, GPT, APM, Sun or "
-                        "SGI signatures: booting it as a disc with no known layout")
+        warnings.append(f"{path} has no ISO 9660 volume and no partition table signature "
+                        "(MBR, GPT, APM, Sun, SGI, Amiga, BSD/OSF, Ultrix, Karma, sysV68): "
+                        "booting it as a disc with no known layout")
     return warnings
