@@ -169,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     global KINDS
     KINDS = args.kinds
-    print(f"srpart fuzz: kinds {args.kinds}, seed {args.seed}, {args.count} images, {args.kernel} {args.variant}, "
-          f"{args.block}-byte blocks (reproduce: --seed {args.seed} --count {args.count} "
+    print(f"srpart fuzz: kinds {args.kinds}, seed {args.seed}, {args.count} images, "
+          f"{args.kernel} {args.variant}, {args.block}-byte blocks (reproduce: --seed {args.seed} --count {args.count} "
           f"--rounds {args.rounds} --block {args.block} --kinds {args.kinds})", flush=True)
     kernels.build(args.kernel, args.variant)
     keep = paths.BUILD / "fuzz" / "failed"
