@@ -282,6 +282,32 @@ def karma(image: Path) -> list[Part]:
     return out
 
 
+SYSV68_SLICE = 8                # struct slice: nblocks, blkoff (big-endian u32 each)
+
+
+def sysv68(image: Path) -> list[Part]:
+    """Motorola sysV68: our reading of the volume id ("MOTOROLA" at byte 248) and
+    the config block (slice table block at byte 384, entry count at 388). The
+    last entry is the whole disk; the table is one 512-byte sector, so at most
+    64 entries are in it whatever the count says. Slot i+1 is entry i, holes
+    included; an entry with no blocks makes no partition."""
+    with open(image, "rb") as fh:
+        b = fh.read(512)
+        if b[248:256] != b"MOTOROLA":
+            raise SrpartError(f"{image}: no MOTOROLA volume id at byte 248")
+        blk, count = struct.unpack_from(">IH", b, 384)
+        fh.seek(blk * 512)
+        table = fh.read(512)
+    if len(table) < 512:
+        raise SrpartError(f"{image}: slice table block {blk} is beyond the image")
+    out = []
+    for i in range(min(count - 1, 512 // SYSV68_SLICE)):
+        nblocks, blkoff = struct.unpack_from(">II", table, SYSV68_SLICE * i)
+        if nblocks:
+            out.append(Part(i + 1, blkoff, nblocks))
+    return out
+
+
 def ics(image: Path) -> list[Part]:
     """Acorn ICS: our reading (sector 0: checksum at 508 = 0x50617274 + the sum
     of bytes 0-507; (start, signed size) pairs until a size of 0; a negative
