@@ -123,17 +123,9 @@ def apm(image: Path) -> list[Part]:
     return parts
 
 
-def apm_partx(image: Path) -> list[Part]:
-    """libblkid's reading of an APM (partx -t mac), in 512-byte sectors. It lists
-    zero-length entries too; Linux adds no partition for them, so neither do we."""
-    text = _run(["partx", "-g", "-r", "-t", "mac", "-o", "NR,START,SECTORS", str(image)])
-    rows = [tuple(map(int, line.split())) for line in text.splitlines() if line.strip()]
-    return sorted(Part(n, s, c) for n, s, c in rows if c)
-
-
 def apm_checked(image: Path) -> list[Part]:
     """partx's APM layout, when the project's own reader agrees with it."""
-    theirs, ours = apm_partx(image), apm(image)
+    theirs, ours = partx(image, "mac"), apm(image)
     if theirs != ours:
         raise SrpartError(f"{image}: libblkid (partx) reads the APM as {theirs}, "
                           f"srpart's reader as {ours}")

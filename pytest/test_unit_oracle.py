@@ -79,7 +79,7 @@ def test_apm_reads_entries_in_the_maps_block_size(tmp_path):
 def test_partx_reads_the_apm_as_our_reader_does(tmp_path, block, entries):
     img = tmp_path / "a.img"
     _apm_image(img, block, entries)
-    assert oracle.apm_partx(img) == oracle.apm(img) == oracle.apm_checked(img)
+    assert oracle.partx(img, "mac") == oracle.apm(img) == oracle.apm_checked(img)
 
 
 def test_a_reader_disagreement_is_an_error(tmp_path, monkeypatch):
