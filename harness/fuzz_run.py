@@ -53,23 +53,25 @@ def collect_gcov(vm: VM, where: Path | None, name: str) -> None:
                                                                        timeout=600)))
 
 
-KINDS = "all"        # or "debian": without the parsers only the debug kernels have
-
-
-def kinds_for(variant: str) -> tuple[str, ...]:
+def kinds_for(variant: str, kinds: str = "all") -> tuple[str, ...]:
+    """The fuzz kinds for `variant`: "all" adds the parsers only the debug kernels
+    have (fuzz.DEBUG_KINDS) when the variant is a debug one; "debian" never does."""
     from fixtures import fuzz
 
-    debug = kernels.variant(variant).fragment and KINDS == "all"
+    if kinds not in ("all", "debian"):
+        raise SrpartError(f"unknown fuzz kinds {kinds!r}: choose all or debian")
+    debug = kernels.variant(variant).fragment and kinds == "all"
     return fuzz.KINDS + (fuzz.DEBUG_KINDS if debug else ())
 
 
-def run_sd(seed: int, count: int, kernel: str, variant: str, keep: Path, block: int) -> Outcome:
+def run_sd(seed: int, count: int, kernel: str, variant: str, keep: Path, block: int,
+           kinds: str = "all") -> Outcome:
     """scsi-hd disks of `block` bytes: the variant against the unpatched kernel."""
     from fixtures import fuzz
 
     out = Outcome()
     t0 = time.monotonic()
-    cases = fuzz.generate(seed, count, paths.BUILD / "fuzz" / str(seed), kinds_for(variant))
+    cases = fuzz.generate(seed, count, paths.BUILD / "fuzz" / str(seed), kinds_for(variant, kinds))
     for i in range(0, len(cases), SD_PER_VM):
         mine = cases[i:i + SD_PER_VM]
         drives = [Drive(c.path, "scsi-hd", block) for c in mine]
@@ -109,12 +111,12 @@ def run_sd(seed: int, count: int, kernel: str, variant: str, keep: Path, block: 
 
 
 def run(seed: int, count: int, kernel: str, variant: str, keep: Path,
-        rounds: int = ROUNDS) -> Outcome:
+        rounds: int = ROUNDS, kinds: str = "all") -> Outcome:
     from fixtures import fuzz
 
     out = Outcome()
     t0 = time.monotonic()
-    cases = fuzz.generate(seed, count, paths.BUILD / "fuzz" / str(seed), kinds_for(variant))
+    cases = fuzz.generate(seed, count, paths.BUILD / "fuzz" / str(seed), kinds_for(variant, kinds))
     i = 0
     while i < len(cases):
         mine = cases[i:i + PER_VM * rounds]
@@ -167,18 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds", choices=("all", "debian"), default="all",
                     help="all: with the debug kernels' extra parsers (sysv68); debian: without")
     args = ap.parse_args(argv)
-    global KINDS
-    KINDS = args.kinds
     print(f"srpart fuzz: kinds {args.kinds}, seed {args.seed}, {args.count} images, "
           f"{args.kernel} {args.variant}, {args.block}-byte blocks (reproduce: --seed {args.seed} --count {args.count} "
           f"--rounds {args.rounds} --block {args.block} --kinds {args.kinds})", flush=True)
     kernels.build(args.kernel, args.variant)
     keep = paths.BUILD / "fuzz" / "failed"
     if args.block == 2048:
-        o = run(args.seed, args.count, args.kernel, args.variant, keep, args.rounds)
+        o = run(args.seed, args.count, args.kernel, args.variant, keep, args.rounds, args.kinds)
     else:
         kernels.build(args.kernel, "unpatched")
-        o = run_sd(args.seed, args.count, args.kernel, args.variant, keep, args.block)
+        o = run_sd(args.seed, args.count, args.kernel, args.variant, keep, args.block, args.kinds)
     print(f"srpart fuzz: {o.images} images in {o.vms} VMs, {o.partitions} partitions checked, "
           f"{len(o.failures)} failures, kmemleak scans {o.scans} (leaks {o.leaks}), "
           f"{o.seconds:.0f} s "

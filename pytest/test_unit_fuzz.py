@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from fixtures import fuzz
 
 
@@ -70,3 +72,15 @@ def test_parse_sd_keys_disks_by_target():
     got = parse_sd("disk 0:0:1:0 sda 2048\npart 0:0:1:0 1 8 16\ndisk 0:0:0:0 sdb 64\n")
     assert got["0:0:1:0"].parts == ((1, 8, 16),) and got["0:0:0:0"].parts == ()
     assert got["0:0:0:0"].size == 64
+
+
+def test_fuzz_kinds_are_an_argument_not_a_global():
+    from harness import fuzz_run
+    from harness.errors import SrpartError
+
+    assert fuzz_run.kinds_for("srpart") == fuzz.KINDS
+    assert fuzz_run.kinds_for("srpart", "all") == fuzz.KINDS          # plain kernel: no sysv68
+    assert fuzz_run.kinds_for("srpart-debug", "all") == fuzz.KINDS + fuzz.DEBUG_KINDS
+    assert fuzz_run.kinds_for("srpart-debug", "debian") == fuzz.KINDS
+    with pytest.raises(SrpartError, match="unknown fuzz kinds"):
+        fuzz_run.kinds_for("srpart-debug", "sysv68")
