@@ -103,40 +103,13 @@ def fuzz_vm(vm: VM, cases: list) -> VmResult:
     return res
 
 
-# Per sd disk: "disk <target> <name> <size>"; per partition: "part <target> <partno>
-# <start> <size>". sd names disks in probe order, so disks are keyed by SCSI target.
-SD_CMD = ("for d in /sys/block/sd*; do t=$(readlink -f $d/device); t=${t##*/}; "
-          "echo disk $t ${d##*/} $(cat $d/size); for p in $d/${d##*/}*; do "
-          "[ -e $p/partition ] || continue; "
-          "echo part $t $(cat $p/partition) $(cat $p/start) $(cat $p/size); done; done")
-
-
-@dataclass(frozen=True)
-class SdDisk:
-    target: str                                  # "0:0:3:0"
-    size: int                                    # 512-byte sectors
-    parts: tuple[tuple[int, int, int], ...]      # (partno, start, size), sorted
-
-
-def parse_sd(text: str) -> dict[str, SdDisk]:
-    sizes, parts = {}, {}
-    for line in text.splitlines():
-        f = line.split()
-        if f[:1] == ["disk"] and len(f) == 4:
-            sizes[f[1]] = int(f[3])
-            parts.setdefault(f[1], [])
-        elif f[:1] == ["part"] and len(f) == 5:
-            parts.setdefault(f[1], []).append((int(f[2]), int(f[3]), int(f[4])))
-    return {t: SdDisk(t, sizes[t], tuple(sorted(parts[t]))) for t in sizes}
-
-
-def sd_expected(unpatched: SdDisk, block: int) -> tuple[tuple[int, int, int], ...]:
+def sd_expected(unpatched: guest.SdDisk, block: int) -> tuple[tuple[int, int, int], ...]:
     """What the series must give where the unpatched kernel gave `unpatched`."""
     kept = [oracle.Part(n, s, c) for n, s, c in unpatched.parts if s + c <= unpatched.size]
     return tuple((p.number, p.start, p.size) for p in oracle.on_device(kept, block).parts)
 
 
-def sd_problems(before: dict[str, SdDisk], after: dict[str, SdDisk], block: int,
+def sd_problems(before: dict[str, guest.SdDisk], after: dict[str, guest.SdDisk], block: int,
                 compare: bool = True) -> list[str]:
     """The series' disks against the invariants and, with `compare`, the unpatched kernel."""
     problems = []

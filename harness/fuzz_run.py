@@ -32,7 +32,7 @@ from .cache import key_of
 from . import kernel as kernels
 from .console import GuestError
 from .errors import SrpartError
-from .fuzz_check import (PER_VM, ROUNDS, SD_CMD, SD_PER_VM, Outcome, VmResult, fuzz_vm, parse_sd,
+from .fuzz_check import (PER_VM, ROUNDS, SD_PER_VM, Outcome, VmResult, fuzz_vm,
                          sd_problems)
 from .qemu import Drive
 from .vm import VM, boot_spec
@@ -80,7 +80,7 @@ def run_sd(seed: int, count: int, kernel: str, variant: str, keep: Path, block: 
             name = f"fuzz-sd{block}-{kernel}-{v}-{seed}-{out.vms}"
             try:
                 with VM(boot_spec(kernel, v, drives, []), name) as vm:
-                    views[v] = parse_sd(vm.check(SD_CMD, timeout=120))
+                    views[v] = guest.parse_sd(vm.check(guest.SD_CMD, timeout=120))
                     if v == variant and kernels.variant(variant).fragment:
                         present, leaks = guest.parse_kmemleak(
                             vm.check(guest.kmemleak_cmd(), timeout=300))

@@ -159,6 +159,34 @@ def wait_cmd(condition: str, seconds: float = 10) -> str:
 
 # What must never appear in dmesg for an empty drive or a drive whose
 # medium just went away: reads of a medium that is not there.
+# scsi-hd disks, keyed by SCSI target (stable across kernels, unlike sdX names):
+# per disk "disk <target> <name> <size>", per partition "part <target> <partno> <start> <size>"
+SD_CMD = ("for d in /sys/block/sd*; do t=$(readlink -f $d/device); t=${t##*/}; "
+          "echo disk $t ${d##*/} $(cat $d/size); for p in $d/${d##*/}*; do "
+          "[ -e $p/partition ] || continue; "
+          "echo part $t $(cat $p/partition) $(cat $p/start) $(cat $p/size); done; done")
+
+
+@dataclass(frozen=True)
+class SdDisk:
+    target: str                                  # "0:0:3:0"
+    size: int                                    # 512-byte sectors
+    parts: tuple[tuple[int, int, int], ...]      # (partno, start, size), sorted
+    name: str = ""                               # "sdc" in this boot
+
+
+def parse_sd(text: str) -> dict[str, SdDisk]:
+    sizes, names, parts = {}, {}, {}
+    for line in text.splitlines():
+        f = line.split()
+        if f[:1] == ["disk"] and len(f) == 4:
+            names[f[1]], sizes[f[1]] = f[2], int(f[3])
+            parts.setdefault(f[1], [])
+        elif f[:1] == ["part"] and len(f) == 5:
+            parts.setdefault(f[1], []).append((int(f[2]), int(f[3]), int(f[4])))
+    return {t: SdDisk(t, sizes[t], tuple(sorted(parts[t])), names[t]) for t in sizes}
+
+
 MEDIA_NOISE = ("I/O error", "unable to read partition table", "Sense Key", "Buffer I/O",
                "ASC=0x3a", "beyond EOD")
 

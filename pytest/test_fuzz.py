@@ -64,7 +64,7 @@ def test_malformed_disks_partition_as_unpatched_through_the_fixes(boot, block):
     views = {}
     for variant in ("unpatched", "srpart"):
         with boot(variant, drives, [], f"fuzz-sd{block}-{variant}") as vm:
-            views[variant] = fuzz_check.parse_sd(vm.check(fuzz_check.SD_CMD, timeout=120))
+            views[variant] = guest.parse_sd(vm.check(guest.SD_CMD, timeout=120))
     assert len(views["srpart"]) == len(cases)
     assert sum(len(d.parts) for d in views["unpatched"].values()), "no partitions at all"
     assert fuzz_check.sd_problems(views["unpatched"], views["srpart"], block) == []

@@ -18,17 +18,11 @@ import re
 import pytest
 
 from fixtures import catalog
-from harness import oracle, qemu
+from harness import guest, oracle, qemu
 
 pytestmark = [pytest.mark.vm, pytest.mark.xdist_group("media-noncd")]
 
 KINDS = catalog.MIXED + catalog.REST + catalog.PARSERS
-
-# Per sd disk: "target name"; per partition: "target partno start size".
-DISKS_CMD = ("for d in /sys/block/sd*; do t=$(readlink -f $d/device); t=${t##*/}; "
-             "echo disk $t ${d##*/}; for p in $d/${d##*/}*; do [ -e $p/partition ] || continue; "
-             "echo part $t $(cat $p/partition) $(cat $p/start) $(cat $p/size); done; done")
-
 
 SKIP = re.compile(r"^p(\d+) start (\d+) is not a multiple of the (\d+)-byte block size, skipped$")
 
@@ -39,15 +33,10 @@ def _view(boot, variant: str, cmdline: list[str], block: int):
     images = catalog.kind_images(KINDS)
     with boot(variant, [qemu.Drive(i.path, "scsi-hd", block) for i in images], cmdline,
               f"noncd-{block}-{variant}") as vm:
-        out = vm.check(DISKS_CMD)
+        disks = guest.parse_sd(vm.check(guest.SD_CMD))
         dmesg = vm.check("dmesg")
-    names, parts = {}, []
-    for line in out.splitlines():
-        f = line.split()
-        if f[:1] == ["disk"]:
-            names[f[2]] = f[1]
-        elif f[:1] == ["part"]:
-            parts.append((f[1], int(f[2]), int(f[3]), int(f[4])))
+    names = {d.name: t for t, d in disks.items()}
+    parts = [(t, *p) for t, d in disks.items() for p in d.parts]
     lines, skips = [], []
     for line in dmesg.splitlines():
         m = re.search(r"\b(sd[a-z]+): (.*)$", line)

@@ -46,7 +46,7 @@ def test_debug_kinds_are_generated_only_when_asked(tmp_path):
 
 
 def _sd(parts, size=1000, target="0:0:0:0"):
-    from harness.fuzz_check import SdDisk
+    from harness.guest import SdDisk
     return {target: SdDisk(target, size, tuple(parts))}
 
 
@@ -68,10 +68,11 @@ def test_sd_problems_name_partitions_beyond_the_disk_even_without_comparison():
 
 
 def test_parse_sd_keys_disks_by_target():
-    from harness.fuzz_check import parse_sd
+    from harness.guest import parse_sd
     got = parse_sd("disk 0:0:1:0 sda 2048\npart 0:0:1:0 1 8 16\ndisk 0:0:0:0 sdb 64\n")
     assert got["0:0:1:0"].parts == ((1, 8, 16),) and got["0:0:0:0"].parts == ()
     assert got["0:0:0:0"].size == 64
+    assert (got["0:0:1:0"].name, got["0:0:0:0"].name) == ("sda", "sdb")
 
 
 def test_fuzz_kinds_are_an_argument_not_a_global():
