@@ -274,6 +274,50 @@ def karma(image: Path) -> list[Part]:
     return out
 
 
+def _ldmtool(*args: str) -> tuple[object, str]:
+    r = subprocess.run(["ldmtool", *args], text=True, capture_output=True)
+    if r.returncode != 0:
+        raise SrpartError(f"ldmtool {' '.join(args)}: {r.stderr.strip() or 'failed'}")
+    try:
+        return json.loads(r.stdout), r.stderr
+    except json.JSONDecodeError as e:
+        raise SrpartError(f"ldmtool {' '.join(args)} printed no JSON ({e}): {r.stdout[:200]!r}") from e
+
+
+def ldm(image: Path) -> list[Part]:
+    """Windows LDM (dynamic disk) as libldm reads it (`ldmtool`, Debian's ldmtool),
+    which shares no code with ldm.c or our writer. ldmtool reads an image file as a
+    disk of 512-byte sectors. ldm.c makes one partition per partition VBLK of this
+    disk (the disk VBLK whose GUID is the PRIVHEAD's: ldmtool calls it "present"),
+    at logical_disk_start ("data-start") + start, numbered from 1 in order of
+    start. ldmtool reaches partitions only through volumes; libldm refuses a
+    database with a partition outside any volume, so none is missed. For
+    well-formed databases only: ldmtool accepts some that ldm.c refuses."""
+    img = str(image)
+    groups, err = _ldmtool("scan", img)
+    if "Error scanning" in err:        # scan reports what `-d` silently skips
+        raise SrpartError(f"ldmtool scan {img}: {err.strip()}")
+    if len(groups) != 1:
+        raise SrpartError(f"{img}: one LDM disk group expected, ldmtool finds {groups}")
+    g = groups[0]
+    dg, _ = _ldmtool("-d", img, "show", "diskgroup", g)
+    mine = {}
+    for name in dg["disks"]:
+        disk, _ = _ldmtool("-d", img, "show", "disk", g, name)
+        if disk.get("present"):
+            mine[name] = disk["data-start"]
+    if len(mine) != 1:
+        raise SrpartError(f"{img}: the image should be one disk of its group, ldmtool: {mine}")
+    found = []
+    for vname in dg["volumes"]:
+        vol, _ = _ldmtool("-d", img, "show", "volume", g, vname)
+        for pname in vol["partitions"]:
+            p, _ = _ldmtool("-d", img, "show", "partition", g, pname)
+            if p["disk"] in mine:
+                found.append((mine[p["disk"]] + p["start"], p["size"]))
+    return [Part(n, start, size) for n, (start, size) in enumerate(sorted(found), 1)]
+
+
 SYSV68_SLICE = 8                # struct slice: nblocks, blkoff (big-endian u32 each)
 
 
@@ -337,6 +381,7 @@ ORACLES: dict[str, Callable[[Path], list[Part]]] = {
     "ultrix": lambda img: partx(img, "ultrix"),
     "karma": karma,
     "ics": ics,
+    "ldm": ldm,
 }
 
 # The line the series prints after a disc's partition line (whose format it
