@@ -35,3 +35,12 @@ def test_a_ubsan_report_counts_even_when_the_parser_returned():
 
 def test_negative_results_parse():
     assert hostparse.parse(0, "result -1\nline \n", "").result == -1
+
+
+def test_a_gcc_failure_is_named_by_its_error_line():
+    log = ("In file included from ldm.c:19:\n"
+           "ldm.h:18:10: fatal error: linux/unaligned.h: No such file or directory\n"
+           "compilation terminated.\n")
+    assert hostparse.first_error(log) == \
+        "ldm.h:18:10: fatal error: linux/unaligned.h: No such file or directory"
+    assert hostparse.first_error("") == "no output"

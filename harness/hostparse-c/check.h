@@ -9,6 +9,8 @@
  * returns a pointer to the sector inside it, so a parser that reads past the
  * end of the page reads past the end of the heap block, which ASan reports.
  */
+#ifndef SRPART_CHECK_H
+#define SRPART_CHECK_H
 #include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,7 +48,17 @@ typedef u64 sector_t;
 size_t srpart_strlcat(char *dst, const char *src, size_t size);
 #define strlcat srpart_strlcat
 
+struct gendisk {
+	sector_t capacity;	/* 512-byte sectors */
+};
+
+static inline sector_t get_capacity(struct gendisk *disk)
+{
+	return disk->capacity;
+}
+
 struct parsed_partitions {
+	struct gendisk *disk;
 	char name[BDEVNAME_SIZE];
 	struct {
 		sector_t from;
@@ -84,3 +96,4 @@ put_partition(struct parsed_partitions *p, int n, sector_t from, sector_t size)
 }
 
 int PARSER(struct parsed_partitions *state);
+#endif

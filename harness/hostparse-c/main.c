@@ -53,7 +53,8 @@ void *read_part_sector(struct parsed_partitions *state, sector_t n, Sector *p)
 
 int main(int argc, char **argv)
 {
-	struct parsed_partitions state = { .name = "sr0" };
+	static struct gendisk disk;
+	struct parsed_partitions state = { .name = "sr0", .disk = &disk };
 	struct stat st;
 	int i, r;
 
@@ -67,6 +68,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	image_sectors = st.st_size / 512;
+	disk.capacity = image_sectors;
 	state.limit = argc == 3 ? atoi(argv[2]) : 256;	/* DISK_MAX_PARTS */
 	state.parts = calloc(state.limit, sizeof(state.parts[0]));
 	state.pp_buf = calloc(1, PAGE_SIZE);

@@ -1,0 +1,50 @@
+"""The LDM finding (issue 14): reproducer and fix, in `make check`.
+
+ldm_parse_vblk() copied a VBLK's name before checking it lies inside the
+VBLK. LDM is one of Debian's parsers, so the plain kernels have it, but
+without KASAN an over-read changes nothing a guest can show: the bad VBLK
+is rejected either way. The reproducer therefore runs the kernel's own
+block/partitions/ldm.c (pristine, and with the series applied) compiled for
+the host under ASan/UBSan (harness/hostparse.py), as test_sysv68.py does,
+and the guest side is `make fuzz` on the debug kernels.
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import KERNELS
+from fixtures import catalog, fuzz
+from harness import hostparse, oracle, paths
+
+PINNED = paths.BUILD / "fuzz" / "pinned"
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("k", KERNELS)
+def test_pristine_ldm_copies_a_name_from_past_the_page(k):
+    """Without patch 0002 the name of the page's last VBLK is read after the page."""
+    run = hostparse.run(hostparse.build(k, None, "ldm"), fuzz.ldm_name_past_the_page(PINNED))
+    assert run.sanitizer.startswith("ERROR: AddressSanitizer: heap-buffer-overflow"), \
+        f"the reproducer no longer reproduces:\n{run.stderr[-2000:]}"
+    assert "in ldm_get_vstr" in run.stderr and "in ldm_parse_vblk" in run.stderr
+    assert "0 bytes to the right of 4096-byte region" in run.stderr
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("k", KERNELS)
+def test_patched_ldm_refuses_the_vblk_without_reading_past_it(k):
+    run = hostparse.run(hostparse.build(k, k, "ldm"), fuzz.ldm_name_past_the_page(PINNED))
+    assert (run.rc, run.sanitizer) == (0, ""), run.stderr[-2000:]
+    assert run.result == -1 and run.parts == []          # a corrupt database: no partitions
+    assert "VBLK header is corrupt" in run.stderr
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("series", [False, True], ids=["pristine", "series"])
+@pytest.mark.parametrize("k", KERNELS)
+def test_the_ldm_fixture_reads_as_ldmtool_says_with_and_without_the_fix(k, series):
+    img = catalog.kind_images(("ldm-direct",))[0]
+    run = hostparse.run(hostparse.build(k, k if series else None, "ldm"), img.path)
+    assert (run.rc, run.sanitizer) == (0, ""), run.stderr[-2000:]
+    assert run.result == 1
+    assert [oracle.Part(p.slot, p.start, p.size) for p in run.parts] == oracle.ldm(img.path)
