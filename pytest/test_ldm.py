@@ -32,8 +32,21 @@ def test_pristine_ldm_copies_a_name_from_past_the_page(k):
 
 @pytest.mark.host
 @pytest.mark.parametrize("k", KERNELS)
-def test_patched_ldm_refuses_the_vblk_without_reading_past_it(k):
-    run = hostparse.run(hostparse.build(k, k, "ldm"), fuzz.ldm_name_past_the_page(PINNED))
+def test_pristine_ldm_reads_a_dsk4_guid_from_past_the_page(k):
+    """Without patch 0002 a DSK4 whose record size says so has its GUID read after the page."""
+    run = hostparse.run(hostparse.build(k, None, "ldm"), fuzz.ldm_dsk4_guid_past_the_page(PINNED))
+    assert run.sanitizer.startswith("ERROR: AddressSanitizer: heap-buffer-overflow"), \
+        f"the reproducer no longer reproduces:\n{run.stderr[-2000:]}"
+    assert "in ldm_parse_dsk4" in run.stderr
+    assert "0 bytes to the right of 4096-byte region" in run.stderr
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("image", [fuzz.ldm_name_past_the_page, fuzz.ldm_dsk4_guid_past_the_page],
+                         ids=["name", "dsk4-guid"])
+@pytest.mark.parametrize("k", KERNELS)
+def test_patched_ldm_refuses_the_vblk_without_reading_past_it(k, image):
+    run = hostparse.run(hostparse.build(k, k, "ldm"), image(PINNED))
     assert (run.rc, run.sanitizer) == (0, ""), run.stderr[-2000:]
     assert run.result == -1 and run.parts == []          # a corrupt database: no partitions
     assert "VBLK header is corrupt" in run.stderr
