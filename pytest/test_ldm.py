@@ -19,25 +19,21 @@ from harness import hostparse, oracle, paths
 PINNED = paths.BUILD / "fuzz" / "pinned"
 
 
-@pytest.mark.host
-@pytest.mark.parametrize("k", KERNELS)
-def test_pristine_ldm_copies_a_name_from_past_the_page(k):
-    """Without patch 0002 the name of the page's last VBLK is read after the page."""
-    run = hostparse.run(hostparse.build(k, None, "ldm"), fuzz.ldm_name_past_the_page(PINNED))
-    assert run.sanitizer.startswith("ERROR: AddressSanitizer: heap-buffer-overflow"), \
-        f"the reproducer no longer reproduces:\n{run.stderr[-2000:]}"
-    assert "in ldm_get_vstr" in run.stderr and "in ldm_parse_vblk" in run.stderr
-    assert "0 bytes to the right of 4096-byte region" in run.stderr
+# pinned image -> the function the pristine ldm.c over-reads in
+PINNED_READS = [pytest.param(fuzz.ldm_name_past_the_page, "ldm_get_vstr", id="name"),
+                pytest.param(fuzz.ldm_dsk4_guid_past_the_page, "ldm_parse_dsk4", id="dsk4-guid")]
 
 
 @pytest.mark.host
+@pytest.mark.parametrize("image, where", PINNED_READS)
 @pytest.mark.parametrize("k", KERNELS)
-def test_pristine_ldm_reads_a_dsk4_guid_from_past_the_page(k):
-    """Without patch 0002 a DSK4 whose record size says so has its GUID read after the page."""
-    run = hostparse.run(hostparse.build(k, None, "ldm"), fuzz.ldm_dsk4_guid_past_the_page(PINNED))
+def test_pristine_ldm_reads_past_the_page(k, image, where):
+    """Without patch 0002 the page's last VBLK has its name (or a DSK4's GUID) read
+    from after the page."""
+    run = hostparse.run(hostparse.build(k, None, "ldm"), image(PINNED))
     assert run.sanitizer.startswith("ERROR: AddressSanitizer: heap-buffer-overflow"), \
         f"the reproducer no longer reproduces:\n{run.stderr[-2000:]}"
-    assert "in ldm_parse_dsk4" in run.stderr
+    assert f"in {where}" in run.stderr and "in ldm_parse_vblk" in run.stderr
     assert "0 bytes to the right of 4096-byte region" in run.stderr
 
 
