@@ -95,12 +95,13 @@ class FileCoverage:
         return 100.0 * self.reached / self.lines if self.lines else 0.0
 
 
-def parse_gcov_json(doc: dict, folder: str = FOLDER) -> list[FileCoverage]:
-    """gcov --json-format's document -> the coverage of the files in `folder`."""
+def parse_gcov_json(doc: dict, folder: str | None = FOLDER) -> list[FileCoverage]:
+    """gcov --json-format's document -> the coverage of the files in `folder`
+    (None: every .c file, as named in the document)."""
     out = []
     for f in doc.get("files", []):
         name = f["file"]
-        at = name.find(folder + "/")
+        at = name.find(folder + "/") if folder else 0
         if at < 0 or not name.endswith(".c"):
             continue
         counts: dict[int, int] = {}

@@ -15,22 +15,35 @@ it is a KASAN report in the guest.
     build(kernel, series, parser) -> Path   source -> binary (cached by content)
     run(binary, image, limit) -> HostRun    one parse of one image
     parse(rc, stdout, stderr) -> HostRun    plain text -> dataclass (unit-tested)
+    fuzz(kernel, series, parser, seed, count, coverage) -> HostFuzz
+                                            the parser's fuzz kind (fixtures/fuzz.py),
+                                            every image through run(); with coverage,
+                                            gcov's reading of the parser's file
+
+    /usr/bin/python3 -m harness.hostparse --kernel 6.1 --parser aix --seed 7 --count 1100 \
+        [--pristine] [--coverage]
 """
 from __future__ import annotations
 
+import argparse
+import gzip
 import hashlib
+import json
 import re
+import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths, source
+from . import entry, gcov, paths, source
 from .errors import SrpartError
 
 SHIM = Path(__file__).resolve().parent / "hostparse-c"
 # parser -> (its entry point, its own headers next to it in block/partitions/)
-PARSERS = {"sysv68": ("sysv68_partition", ()), "ldm": ("ldm_partition", ("ldm.h",))}
+PARSERS = {"sysv68": ("sysv68_partition", ()), "ldm": ("ldm_partition", ("ldm.h",)),
+           "aix": ("aix_partition", ())}
 # The kernel headers the parsers include: empty here, kshim.h (force-included) and
 # check.h hold what the parsers use of them.
 EMPTY_HEADERS = ("linux/fs.h", "linux/kernel.h", "linux/list.h", "linux/msdos_partition.h",
@@ -99,17 +112,19 @@ def parser_source(kernel: str, series: str | None, name: str) -> str:
         return f.read_text()
 
 
-def build(kernel: str, series: str | None, parser: str = "sysv68") -> Path:
+def build(kernel: str, series: str | None, parser: str = "sysv68", coverage: bool = False) -> Path:
     """Compile `parser` of the pristine tree plus `series` (None: pristine) with
-    the shim; reused while the parser's source and the shim are unchanged."""
+    the shim (and gcc --coverage); reused while the parser's source and the shim
+    are unchanged."""
     if parser not in PARSERS:
         raise SrpartError(f"no host build for parser {parser!r}: choose one of {', '.join(PARSERS)}")
     entry, headers = PARSERS[parser]
     files = {name: parser_source(kernel, series, name) for name in (f"{parser}.c", *headers)}
     shim = {p.name: p.read_bytes() for p in sorted(SHIM.iterdir())}
+    flags = CFLAGS + (["--coverage"] if coverage else [])
     key = hashlib.sha256(b"".join(k.encode() + v.encode() for k, v in files.items())
                          + b"".join(k.encode() + v for k, v in shim.items())
-                         + " ".join(CFLAGS).encode()).hexdigest()[:16]
+                         + " ".join(flags).encode()).hexdigest()[:16]
     out = paths.BUILD / "hostparse" / f"{parser}-{key}"
     binary = out / "hostparse"
     if binary.exists():
@@ -122,7 +137,7 @@ def build(kernel: str, series: str | None, parser: str = "sysv68") -> Path:
     for h in EMPTY_HEADERS:
         (out / "inc" / h).parent.mkdir(parents=True, exist_ok=True)
         (out / "inc" / h).write_text("/* srpart host build: see kshim.h */\n")
-    r = subprocess.run(["gcc", *CFLAGS, f"-DPARSER={entry}", "main.c", f"{parser}.c",
+    r = subprocess.run(["gcc", *flags, f"-DPARSER={entry}", "main.c", f"{parser}.c",
                         "-o", "hostparse"], cwd=out, text=True, capture_output=True)
     if r.returncode != 0:
         (out / "gcc.log").write_text(r.stderr)
@@ -144,3 +159,90 @@ def run(binary: Path, image: Path, limit: int = DISK_MAX_PARTS) -> HostRun:
                        timeout=60, env={"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
                                         "UBSAN_OPTIONS": "print_stacktrace=1"})
     return parse(r.returncode, r.stdout, r.stderr)
+
+
+@dataclass
+class HostFuzz:
+    parser: str
+    series: str | None
+    images: int
+    reports: list[tuple[Path, str]] = field(default_factory=list)   # image, first report line
+    coverage: gcov.FileCoverage | None = None
+
+    def summary(self) -> str:
+        what = f"{self.parser}.c {'pristine' if self.series is None else 'with patches/' + self.series}"
+        line = (f"srpart hostparse: {what}: {self.images} images, "
+                f"{len(self.reports)} sanitizer reports")
+        if self.coverage:
+            c = self.coverage
+            line += f", {c.reached}/{c.lines} lines reached ({c.percent:.1f}%)"
+        return line
+
+
+def coverage_of(binary: Path, parser: str) -> gcov.FileCoverage:
+    """gcov's reading of what the runs since the build reached in `parser`.c."""
+    out = binary.parent
+    data = out / f"hostparse-{parser}.gcda"        # gcc names it after the -o of the link
+    if not data.exists():
+        raise SrpartError(f"{data}: no coverage data (no image parsed?)")
+    res = subprocess.run(["gcov", "--json-format", data.name], cwd=out, capture_output=True,
+                         text=True)
+    if res.returncode != 0:
+        raise SrpartError(f"gcov on {data} failed: {res.stderr.strip()[:200]}")
+    doc = json.loads(gzip.decompress((out / f"hostparse-{parser}.gcov.json.gz").read_bytes()))
+    cov = [c for c in gcov.parse_gcov_json(doc, None) if c.source == f"{parser}.c"]
+    if not cov:
+        raise SrpartError(f"gcov says nothing about {parser}.c")
+    return cov[0]
+
+
+def fuzz(kernel: str, series: str | None, parser: str, seed: int, count: int,
+         coverage: bool = False) -> HostFuzz:
+    """`count` cases of the parser's own fuzz kind through the host build; the
+    images with a sanitizer report are kept in build/fuzz/host-failed/."""
+    from fixtures import fuzz as gen
+
+    if parser not in gen.WRITERS:
+        raise SrpartError(f"fixtures/fuzz.py has no kind {parser!r} to fuzz {parser}.c with")
+    binary = build(kernel, series, parser, coverage)
+    for old in binary.parent.glob("*.gcda"):
+        old.unlink()
+    result = HostFuzz(parser, series, count)
+    failed = paths.BUILD / "fuzz" / "host-failed"
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(count):
+            c = gen.case(seed, i, Path(tmp), (parser,))
+            r = run(binary, c.path)
+            if r.sanitizer or r.result is None:
+                failed.mkdir(parents=True, exist_ok=True)
+                kept = failed / f"{kernel}-{series or 'pristine'}-{c.path.name}"
+                shutil.copy2(c.path, kept)
+                result.reports.append((kept, r.sanitizer or f"exit {r.rc}, no result"))
+            c.path.unlink()
+    if coverage:
+        result.coverage = coverage_of(binary, parser)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="harness.hostparse",
+                                 description="fuzz one kernel partition parser on the host under ASan/UBSan")
+    ap.add_argument("--kernel", default="6.1")
+    ap.add_argument("--parser", choices=sorted(PARSERS), required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--pristine", action="store_true", help="the file without the series")
+    ap.add_argument("--coverage", action="store_true", help="build with gcov, report the lines reached")
+    args = ap.parse_args(argv)
+    res = fuzz(args.kernel, None if args.pristine else args.kernel, args.parser, args.seed,
+               args.count, args.coverage)
+    print(res.summary())
+    for img, line in res.reports[:10]:
+        print(f"  {img}: {line}")
+    if res.coverage and res.coverage.unreached:
+        print(f"  not reached: {','.join(map(str, res.coverage.unreached))}")
+    return 1 if res.reports else 0
+
+
+if __name__ == "__main__":
+    entry.run(main)

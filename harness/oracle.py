@@ -344,6 +344,42 @@ def sysv68(image: Path) -> list[Part]:
     return out
 
 
+def aix(image: Path) -> list[Part]:
+    """AIX LVM: our reading of a physical volume (the layout fixtures.fuzz.aix_image
+    documents). An LV is a partition when its PPs are one run in the PV's PP map,
+    LPs 1 to its LP count in order: it starts at the first one's sector, PPs of
+    2^pp_size bytes counted from psn_part1. Slot i is LV i."""
+    with open(image, "rb") as fh:
+        def read(sector: int, n: int) -> bytes:
+            fh.seek(sector * 512)
+            b = fh.read(n)
+            if len(b) < n:
+                raise SrpartError(f"{image}: AIX structure at sector {sector} is beyond the image")
+            return b
+        rec = read(7, 512)
+        if struct.unpack_from(">H", rec, 60)[0] != 1:
+            raise SrpartError(f"{image}: no AIX LVM record (version 1) at sector 7")
+        vgda_len, vgda = struct.unpack_from(">II", rec, 24)
+        pp_sectors = (1 << struct.unpack_from(">H", rec, 46)[0]) // 512
+        numlvs = struct.unpack_from(">H", read(vgda, 512), 24)[0]
+        lvd = read(vgda + 1, 256 * 32)
+        lps = {i + 1: struct.unpack_from(">H", lvd, 32 * i + 14)[0] for i in range(256)}
+        pv = read(vgda + 17, 32 + 1016 * 32)
+        count, psn = struct.unpack_from(">HxxI", pv, 16)
+        ppes = [struct.unpack_from(">H4xH", pv, 32 + 32 * i) for i in range(min(count, 1016))]
+    if not numlvs:
+        return []
+    out = []
+    for lv, n in lps.items():
+        if not n:
+            continue
+        runs = [i for i in range(len(ppes) - n + 1)
+                if [ppes[i + k] for k in range(n)] == [(lv, k + 1) for k in range(n)]]
+        if runs:
+            out.append(Part(lv, psn + runs[0] * pp_sectors, n * pp_sectors))
+    return out
+
+
 def ics(image: Path) -> list[Part]:
     """Acorn ICS: our reading (sector 0: checksum at 508 = 0x50617274 + the sum
     of bytes 0-507; (start, signed size) pairs until a size of 0; a negative

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * srpart: the kernel facilities block/partitions/ldm.c uses, for a host
+ * srpart: the kernel facilities block/partitions/ldm.c and aix.c use, for a host
  * build (force-included with -include; harness/hostparse.py makes the
  * <linux/...> and <asm/...> headers the parsers name empty files in inc/).
  */
@@ -61,6 +61,11 @@ static inline long strscpy_pad(char *dst, const char *src, size_t size)
 #define kmalloc_array(n, size, gfp) calloc(n, size)
 #define kzalloc(size, gfp) calloc(1, size)
 #define kfree(p) free(p)
+#define kcalloc(n, size, gfp) calloc(n, size)
+
+/* aix.c */
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define pr_warn(fmt, ...) fprintf(stderr, "<4>" fmt, ##__VA_ARGS__)
 
 /* unaligned big-endian loads */
 static inline u16 get_unaligned_be16(const void *p) { u16 v; memcpy(&v, p, 2); return be16toh(v); }
