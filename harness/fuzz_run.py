@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--block", type=int, choices=(2048, 512, 4096), default=2048,
                     help="2048: scsi-cd drives (sr); 512, 4096: scsi-hd disks against unpatched")
     ap.add_argument("--kinds", choices=("all", "debian"), default="all",
-                    help="all: with the debug kernels' extra parsers (sysv68); debian: without")
+                    help="all: with the debug kernels' extra parsers (sysv68, aix); debian: without")
     args = ap.parse_args(argv)
     print(f"srpart fuzz: kinds {args.kinds}, seed {args.seed}, {args.count} images, "
           f"{args.kernel} {args.variant}, {args.block}-byte blocks (reproduce: --seed {args.seed} --count {args.count} "
