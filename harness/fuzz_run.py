@@ -122,8 +122,10 @@ def run(seed: int, count: int, kernel: str, variant: str, keep: Path,
         mine = cases[i:i + PER_VM * rounds]
         first = mine[:PER_VM]
         name = f"fuzz-{kernel}-{variant}-{seed}-{out.vms}"
-        spec = boot_spec(kernel, variant, [c.path for c in first], ["sr_mod.partscan=1"],
-                         qmp=True)
+        # every other VM boots with `gpt` (efi.c's force_gpt): a GPT without a
+        # protective MBR, and the backup header when the primary is bad, are read too
+        spec = boot_spec(kernel, variant, [c.path for c in first],
+                         ["sr_mod.partscan=1"] + (["gpt"] if out.vms % 2 else []), qmp=True)
         try:
             with VM(spec, name) as vm:
                 res = fuzz_vm(vm, mine)
