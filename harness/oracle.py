@@ -146,7 +146,9 @@ def parted(image: Path, label: str) -> list[Part]:
     """GNU parted's reading (parted -m unit s print), for labels libblkid does not read."""
     text = _run(["parted", "-s", "-m", str(image), "unit", "s", "print"])
     lines = [ln.rstrip(";") for ln in text.splitlines()]
-    head = next((ln.split(":") for ln in lines if ln.startswith(str(image) + ":")), None)
+    # parted names the device by its real path: a build/ that is a symlink changes it
+    names = (str(image) + ":", str(image.resolve()) + ":")
+    head = next((ln.split(":") for ln in lines if ln.startswith(names)), None)
     if not head or head[5] != label:
         raise SrpartError(f"parted finds no {label} label in {image}: {head}")
     out = []
