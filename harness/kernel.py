@@ -238,7 +238,8 @@ def build(kernel: str, name: str, jobs: int | None = None, quiet: bool = False) 
         t0 = time.monotonic()
         source.checkout(src, v.ref(kernel))
         obj = paths.OBJ / (kernel + v.obj)
-        cold = not (obj / "vmlinux").exists()
+        # cold: a new object tree; one that a stopped build left half full is not
+        cold = not (obj / ".config").exists()
         kconfig.configure(src.tree, obj, requested_config(name))
         if not quiet:
             print(f"srpart: building {kernel} {name} ({src.version}) in {obj}", flush=True)
