@@ -42,10 +42,9 @@ def test_pristine_aix_reads_past_its_buffer(k, image, where):
 
 
 @pytest.mark.host
-@pytest.mark.parametrize("image", [fuzz.aix_lvd_past_the_page, fuzz.aix_name_past_the_buffer],
-                         ids=["lv-descriptors", "lv-name"])
+@pytest.mark.parametrize("image, where", PINNED_READS)
 @pytest.mark.parametrize("k", KERNELS)
-def test_patched_aix_reads_only_what_it_holds(k, image):
+def test_patched_aix_reads_only_what_it_holds(k, image, where):
     run = hostparse.run(hostparse.build(k, k, "aix"), image(PINNED))
     assert (run.rc, run.sanitizer) == (0, ""), run.stderr[-2000:]
     assert run.result == 0 and run.parts == []       # no LV is a run of its PPs
