@@ -38,6 +38,7 @@ from pathlib import Path
 
 from . import entry, gcov, paths, source
 from .errors import SrpartError
+from .lock import locked
 
 SHIM = Path(__file__).resolve().parent / "hostparse-c"
 # parser -> (its entry point, its own headers next to it in block/partitions/)
@@ -126,22 +127,28 @@ def build(kernel: str, series: str | None, parser: str = "sysv68", coverage: boo
                          + " ".join(flags).encode()).hexdigest()[:16]
     out = paths.BUILD / "hostparse" / f"{parser}-{key}"
     binary = out / "hostparse"
-    if binary.exists():
-        return binary
-    out.mkdir(parents=True, exist_ok=True)
-    for name, data in shim.items():
-        (out / name).write_bytes(data)
-    for name, text in files.items():
-        (out / name).write_text(text)
-    for h in EMPTY_HEADERS:
-        (out / "inc" / h).parent.mkdir(parents=True, exist_ok=True)
-        (out / "inc" / h).write_text("/* srpart host build: see kshim.h */\n")
-    r = subprocess.run(["gcc", *flags, f"-DPARSER={entry}", "main.c", f"{parser}.c",
-                        "-o", "hostparse"], cwd=out, text=True, capture_output=True)
-    if r.returncode != 0:
-        (out / "gcc.log").write_text(r.stderr)
-        raise SrpartError(f"gcc could not build {parser}.c of {kernel} {series or 'pristine'} for the host "
-                          f"(log: {out}/gcc.log): {first_error(r.stderr)}")
+    # xdist workers ask for the same key at once: one builds, the others wait for
+    # it (a binary the linker is still writing is not executable: EACCES, seen in
+    # CI). gcc names the .gcda files after -o, so the link writes `hostparse`
+    # itself and a failed one is removed.
+    with locked(paths.BUILD / "locks" / f"hostparse-{parser}-{key}.lock"):
+        if binary.exists():
+            return binary
+        out.mkdir(parents=True, exist_ok=True)
+        for name, data in shim.items():
+            (out / name).write_bytes(data)
+        for name, text in files.items():
+            (out / name).write_text(text)
+        for h in EMPTY_HEADERS:
+            (out / "inc" / h).parent.mkdir(parents=True, exist_ok=True)
+            (out / "inc" / h).write_text("/* srpart host build: see kshim.h */\n")
+        r = subprocess.run(["gcc", *flags, f"-DPARSER={entry}", "main.c", f"{parser}.c",
+                            "-o", "hostparse"], cwd=out, text=True, capture_output=True)
+        if r.returncode != 0:
+            binary.unlink(missing_ok=True)
+            (out / "gcc.log").write_text(r.stderr)
+            raise SrpartError(f"gcc could not build {parser}.c of {kernel} {series or 'pristine'} "
+                              f"for the host (log: {out}/gcc.log): {first_error(r.stderr)}")
     return binary
 
 
