@@ -66,12 +66,21 @@ def test_parse_lsblk_flattens_children():
      "udev timeout"),
     ("systemd-udevd[91]: Worker [93] processing SEQNUM=1234 killed", "udev timeout"),
     ("Timed out for waiting the udev queue being empty.", "udev timeout"),
-    ("srpart init: udev: udevadm settle failed", "udev init"),
+    ("srpart init: udev: udevadm settle (after the drives) failed twice", "udev init"),
+    ("srpart init: note: udevadm settle (after trigger) exited 1: Timed out for waiting the udev "
+     "queue being empty.; udevd answers", "udev timeout"),
     ("systemd-udevd[91]: /lib/udev/rules.d/61-srpart-partitions.rules:48 Invalid operator for SYMLINK.",
      "udev rules"),
 ])
 def test_udev_errors_are_bad_patterns(line, name):
     assert console.find_bad(f"[    2.5] {line}") == name
+
+
+def test_a_settle_retried_after_a_quick_failure_is_not_a_bad_pattern():
+    # guest-files/init's note when settle failed without timing out and is tried again
+    line = ("srpart init: note: udevadm settle (after trigger) exited 1: Failed to wait for daemon "
+            "to reply: Broken pipe; udevd answers")
+    assert console.find_bad(f"[    7.8] {line}") is None
 
 
 def test_unknown_userspace_is_one_line():
