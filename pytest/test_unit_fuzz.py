@@ -86,3 +86,28 @@ def test_fuzz_kinds_are_an_argument_not_a_global():
     assert fuzz_run.kinds_for("srpart-debug", "debian") == fuzz.KINDS
     with pytest.raises(SrpartError, match="unknown fuzz kinds"):
         fuzz_run.kinds_for("srpart-debug", "sysv68")
+
+
+def test_the_ldm_kind_writes_every_record_form(tmp_path):
+    """ldm.c parses version-4 disk group and disk records and optional fields the
+    record flags add (ldm_direct.FORMS); the ldm kind must write each of them, or
+    those paths go unfuzzed (host coverage of ldm.c: 82.8% without them, 92.7%)."""
+    from fixtures import ldm_direct as L
+
+    seen: set[tuple[int, int]] = set()
+    for i in range(20 * len(fuzz.MUTATIONS)):
+        c = fuzz.case(3, i, tmp_path, ("ldm",))
+        data = c.path.read_bytes()
+        at = data.find(b"VBLK")
+        while at >= 0:
+            if at + 0x18 <= len(data):
+                seen.add((data[at + 0x13], data[at + 0x12]))
+            at = data.find(b"VBLK", at + 1)
+        c.path.unlink()
+    types = {t for t, _ in seen}
+    assert {L.VBLK_DGR4, L.VBLK_DSK4} <= types
+    for vtype, flag in ((L.VBLK_DGR3, L.FLAG_DGR_IDS), (L.VBLK_DGR4, L.FLAG_DGR_IDS),
+                        (L.VBLK_CMP3, L.FLAG_COMP_STRIPE), (L.VBLK_PRT3, L.FLAG_PART_INDEX),
+                        (L.VBLK_VOL5, L.FLAG_VOLU_ID1), (L.VBLK_VOL5, L.FLAG_VOLU_ID2),
+                        (L.VBLK_VOL5, L.FLAG_VOLU_SIZE), (L.VBLK_VOL5, L.FLAG_VOLU_DRIVE)):
+        assert any(t == vtype and f & flag for t, f in seen), (hex(vtype), hex(flag))
