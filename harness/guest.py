@@ -161,10 +161,12 @@ def wait_cmd(condition: str, seconds: float = 10) -> str:
 # medium just went away: reads of a medium that is not there.
 # scsi-hd disks, keyed by SCSI target (stable across kernels, unlike sdX names):
 # per disk "disk <target> <name> <size>", per partition "part <target> <partno> <start> <size>"
+# `read` is a shell builtin: no fork per sysfs file (a disk of 255 partitions
+# took 765 `cat`s, over 120 s on a KASAN kernel under TCG next to other VMs)
 SD_CMD = ("for d in /sys/block/sd*; do t=$(readlink -f $d/device); t=${t##*/}; "
-          "echo disk $t ${d##*/} $(cat $d/size); for p in $d/${d##*/}*; do "
-          "[ -e $p/partition ] || continue; "
-          "echo part $t $(cat $p/partition) $(cat $p/start) $(cat $p/size); done; done")
+          "read s < $d/size; echo disk $t ${d##*/} $s; for p in $d/${d##*/}*; do "
+          "[ -e $p/partition ] || continue; read n < $p/partition; read a < $p/start; "
+          "read z < $p/size; echo part $t $n $a $z; done; done")
 
 
 @dataclass(frozen=True)
