@@ -350,7 +350,9 @@ def aix(image: Path) -> list[Part]:
     """AIX LVM: our reading of a physical volume (the layout fixtures.fuzz.aix_image
     documents). An LV is a partition when its PPs are one run in the PV's PP map,
     LPs 1 to its LP count in order: it starts at the first one's sector, PPs of
-    2^pp_size bytes counted from psn_part1. Slot i is LV i."""
+    2^pp_size bytes counted from psn_part1. Slot i is LV i. A disk is AIX's only as
+    msdos.c's aix_magic_present() decides: the IPL magic at sector 0, "_LVM" at
+    sector 7, and no MBR slot of a Linux, Solaris or extended type."""
     with open(image, "rb") as fh:
         def read(sector: int, n: int) -> bytes:
             fh.seek(sector * 512)
@@ -358,6 +360,14 @@ def aix(image: Path) -> list[Part]:
             if len(b) < n:
                 raise SrpartError(f"{image}: AIX structure at sector {sector} is beyond the image")
             return b
+        mbr = read(0, 512)
+        if mbr[0:4] != bytes((0xC9, 0xC2, 0xD4, 0xC1)) or read(7, 4) != b"_LVM":
+            raise SrpartError(f"{image}: not an AIX disk (no IPL record magic at sector 0 "
+                              f"or no _LVM record at sector 7)")
+        if any(mbr[0x1BE + 16 * i + 4] in (0x82, 0xFD, 0x83, 0x8E, 0x05, 0x0F, 0x85)
+               for i in range(4)):
+            raise SrpartError(f"{image}: an MBR slot has a Linux, Solaris or extended type: "
+                              f"msdos.c reads it, not aix.c")
         rec = read(7, 512)
         if struct.unpack_from(">H", rec, 60)[0] != 1:
             raise SrpartError(f"{image}: no AIX LVM record (version 1) at sector 7")
