@@ -55,11 +55,18 @@ def collect_gcov(vm: VM, where: Path | None, name: str) -> None:
 
 def kinds_for(variant: str, kinds: str = "all") -> tuple[str, ...]:
     """The fuzz kinds for `variant`: "all" adds the parsers only the debug kernels
-    have (fuzz.DEBUG_KINDS) when the variant is a debug one; "debian" never does."""
+    have (fuzz.DEBUG_KINDS) when the variant is a debug one; "debian" never does;
+    a comma-separated list of kinds (e.g. "ldm") is taken as it is, to give one
+    parser more cases than its share of a mixed run."""
     from fixtures import fuzz
 
     if kinds not in ("all", "debian"):
-        raise SrpartError(f"unknown fuzz kinds {kinds!r}: choose all or debian")
+        named = tuple(kinds.split(","))
+        unknown = [k for k in named if k not in fuzz.WRITERS]
+        if unknown or not kinds:
+            raise SrpartError(f"unknown fuzz kinds {kinds!r}: choose all, debian or a "
+                              f"comma-separated list of {', '.join(fuzz.WRITERS)}")
+        return named
     debug = kernels.variant(variant).fragment and kinds == "all"
     return fuzz.KINDS + (fuzz.DEBUG_KINDS if debug else ())
 
@@ -168,8 +175,9 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"images per drive per VM (default {ROUNDS}: one probe, then swaps)")
     ap.add_argument("--block", type=int, choices=(2048, 512, 4096), default=2048,
                     help="2048: scsi-cd drives (sr); 512, 4096: scsi-hd disks against unpatched")
-    ap.add_argument("--kinds", choices=("all", "debian"), default="all",
-                    help="all: with the debug kernels' extra parsers (sysv68, aix); debian: without")
+    ap.add_argument("--kinds", default="all",
+                    help="all: with the debug kernels' extra parsers (sysv68, aix); debian: "
+                         "without; or a comma-separated list of kinds (fixtures/fuzz.py)")
     args = ap.parse_args(argv)
     print(f"srpart fuzz: kinds {args.kinds}, seed {args.seed}, {args.count} images, "
           f"{args.kernel} {args.variant}, {args.block}-byte blocks (reproduce: --seed {args.seed} --count {args.count} "

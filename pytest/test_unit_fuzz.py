@@ -84,8 +84,11 @@ def test_fuzz_kinds_are_an_argument_not_a_global():
     assert fuzz_run.kinds_for("srpart", "all") == fuzz.KINDS          # plain kernel: no sysv68
     assert fuzz_run.kinds_for("srpart-debug", "all") == fuzz.KINDS + fuzz.DEBUG_KINDS
     assert fuzz_run.kinds_for("srpart-debug", "debian") == fuzz.KINDS
-    with pytest.raises(SrpartError, match="unknown fuzz kinds"):
-        fuzz_run.kinds_for("srpart-debug", "sysv68")
+    assert fuzz_run.kinds_for("srpart-debug", "ldm") == ("ldm",)
+    assert fuzz_run.kinds_for("srpart", "ldm,aix") == ("ldm", "aix")
+    for bad in ("sysv69", "ldm,", ""):
+        with pytest.raises(SrpartError, match="unknown fuzz kinds"):
+            fuzz_run.kinds_for("srpart-debug", bad)
 
 
 def test_the_ldm_kind_writes_every_record_form(tmp_path):
