@@ -77,13 +77,14 @@ debug-kernel: deps
 # scsi-hd against the unpatched kernel (harness/fuzz_check.py)
 SEED  ?= 1
 COUNT ?= 300
+FIRST ?= 0
 BLOCKS ?= 2048 512 4096
 KINDS ?= all
 FUZZ_VARIANT ?= srpart-debug
 fuzz: deps
 	$(SRPART) build --kernel $(KERNEL) --variant $(FUZZ_VARIANT)
 	rc=0; for b in $(BLOCKS); do $(PY) -m harness.fuzz_run --kernel $(KERNEL) \
-	  --variant $(FUZZ_VARIANT) --seed $(SEED) --count $(COUNT) --block $$b --kinds $(KINDS) \
+	  --variant $(FUZZ_VARIANT) --seed $(SEED) --count $(COUNT) --first $(FIRST) --block $$b --kinds $(KINDS) \
 	  || rc=1; done; exit $$rc
 
 SWAPS  ?= 200

@@ -63,7 +63,7 @@ def kinds_for(variant: str, kinds: str = "all") -> tuple[str, ...]:
     if kinds not in ("all", "debian"):
         named = tuple(kinds.split(","))
         unknown = [k for k in named if k not in fuzz.WRITERS]
-        if unknown or not kinds:
+        if unknown:
             raise SrpartError(f"unknown fuzz kinds {kinds!r}: choose all, debian or a "
                               f"comma-separated list of {', '.join(fuzz.WRITERS)}")
         return named
@@ -72,13 +72,14 @@ def kinds_for(variant: str, kinds: str = "all") -> tuple[str, ...]:
 
 
 def run_sd(seed: int, count: int, kernel: str, variant: str, keep: Path, block: int,
-           kinds: str = "all") -> Outcome:
+           kinds: str = "all", first: int = 0) -> Outcome:
     """scsi-hd disks of `block` bytes: the variant against the unpatched kernel."""
     from fixtures import fuzz
 
     out = Outcome()
     t0 = time.monotonic()
-    cases = fuzz.generate(seed, count, paths.BUILD / "fuzz" / str(seed), kinds_for(variant, kinds))
+    cases = fuzz.generate(seed, count, paths.BUILD / "fuzz" / str(seed), kinds_for(variant, kinds),
+                          first)
     for i in range(0, len(cases), SD_PER_VM):
         mine = cases[i:i + SD_PER_VM]
         drives = [Drive(c.path, "scsi-hd", block) for c in mine]
@@ -118,20 +119,21 @@ def run_sd(seed: int, count: int, kernel: str, variant: str, keep: Path, block: 
 
 
 def run(seed: int, count: int, kernel: str, variant: str, keep: Path,
-        rounds: int = ROUNDS, kinds: str = "all") -> Outcome:
+        rounds: int = ROUNDS, kinds: str = "all", first: int = 0) -> Outcome:
     from fixtures import fuzz
 
     out = Outcome()
     t0 = time.monotonic()
-    cases = fuzz.generate(seed, count, paths.BUILD / "fuzz" / str(seed), kinds_for(variant, kinds))
+    cases = fuzz.generate(seed, count, paths.BUILD / "fuzz" / str(seed), kinds_for(variant, kinds),
+                          first)
     i = 0
     while i < len(cases):
         mine = cases[i:i + PER_VM * rounds]
-        first = mine[:PER_VM]
+        probed = mine[:PER_VM]
         name = f"fuzz-{kernel}-{variant}-{seed}-{out.vms}"
         # every other VM boots with `gpt` (efi.c's force_gpt): a GPT without a
         # protective MBR, and the backup header when the primary is bad, are read too
-        spec = boot_spec(kernel, variant, [c.path for c in first],
+        spec = boot_spec(kernel, variant, [c.path for c in probed],
                          ["sr_mod.partscan=1"] + (["gpt"] if out.vms % 2 else []), qmp=True)
         try:
             with VM(spec, name) as vm:
@@ -178,17 +180,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds", default="all",
                     help="all: with the debug kernels' extra parsers (sysv68, aix); debian: "
                          "without; or a comma-separated list of kinds (fixtures/fuzz.py)")
+    ap.add_argument("--first", type=int, default=0,
+                    help="start at this case of the seed: rerun one batch of an earlier run")
     args = ap.parse_args(argv)
     print(f"srpart fuzz: kinds {args.kinds}, seed {args.seed}, {args.count} images, "
           f"{args.kernel} {args.variant}, {args.block}-byte blocks (reproduce: --seed {args.seed} --count {args.count} "
-          f"--rounds {args.rounds} --block {args.block} --kinds {args.kinds})", flush=True)
+          f"--rounds {args.rounds} --block {args.block} --kinds {args.kinds} --first {args.first})",
+          flush=True)
     kernels.build(args.kernel, args.variant)
     keep = paths.BUILD / "fuzz" / "failed"
     if args.block == 2048:
-        o = run(args.seed, args.count, args.kernel, args.variant, keep, args.rounds, args.kinds)
+        o = run(args.seed, args.count, args.kernel, args.variant, keep, args.rounds, args.kinds,
+                args.first)
     else:
         kernels.build(args.kernel, "unpatched")
-        o = run_sd(args.seed, args.count, args.kernel, args.variant, keep, args.block, args.kinds)
+        o = run_sd(args.seed, args.count, args.kernel, args.variant, keep, args.block, args.kinds,
+                   args.first)
     print(f"srpart fuzz: {o.images} images in {o.vms} VMs, {o.partitions} partitions checked, "
           f"{len(o.failures)} failures, kmemleak scans {o.scans} (leaks {o.leaks}), "
           f"{o.seconds:.0f} s "

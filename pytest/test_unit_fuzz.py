@@ -20,6 +20,14 @@ def test_same_seed_same_bytes_and_cases_stand_alone(tmp_path):
     assert _digest([alone]) == _digest(a[8:])
 
 
+def test_a_slice_of_a_run_is_the_same_cases(tmp_path):
+    """fuzz_run --first: one batch of an earlier run, rebuilt alone."""
+    whole = fuzz.generate(7, 9, tmp_path / "a")
+    part = fuzz.generate(7, 3, tmp_path / "b", first=5)
+    assert [c.index for c in part] == [5, 6, 7]
+    assert _digest(part) == _digest(whole[5:8])
+
+
 def test_other_seed_other_bytes(tmp_path):
     assert _digest(fuzz.generate(7, 7, tmp_path / "a")) != _digest(fuzz.generate(8, 7, tmp_path / "b"))
 
