@@ -346,6 +346,23 @@ def sysv68(image: Path) -> list[Part]:
     return out
 
 
+# msdos.c: AIX_LABEL_MAGIC1..4 (the IPL record's "IBMA" in EBCDIC), and the slot
+# types aix_magic_present() takes for a Linux, Solaris or extended partition
+AIX_IPL_MAGIC = bytes((0xC9, 0xC2, 0xD4, 0xC1))
+AIX_NOT_WITH = (0x82, 0xFD, 0x83, 0x8E, 0x05, 0x0F, 0x85)
+
+
+def not_aix(sector0: bytes, sector7: bytes) -> str:
+    """Why msdos.c's aix_magic_present() would not hand this disk to aix.c ("" if it would)."""
+    if sector0[0:4] != AIX_IPL_MAGIC:
+        return "no IPL record magic at sector 0"
+    if sector7[0:4] != b"_LVM":
+        return "no _LVM record at sector 7"
+    if any(sector0[0x1BE + 16 * i + 4] in AIX_NOT_WITH for i in range(4)):
+        return "an MBR slot has a Linux, Solaris or extended type (msdos.c reads it)"
+    return ""
+
+
 def aix(image: Path) -> list[Part]:
     """AIX LVM: our reading of a physical volume (the layout fixtures.fuzz.aix_image
     documents). An LV is a partition when its PPs are one run in the PV's PP map,
@@ -360,15 +377,10 @@ def aix(image: Path) -> list[Part]:
             if len(b) < n:
                 raise SrpartError(f"{image}: AIX structure at sector {sector} is beyond the image")
             return b
-        mbr = read(0, 512)
-        if mbr[0:4] != bytes((0xC9, 0xC2, 0xD4, 0xC1)) or read(7, 4) != b"_LVM":
-            raise SrpartError(f"{image}: not an AIX disk (no IPL record magic at sector 0 "
-                              f"or no _LVM record at sector 7)")
-        if any(mbr[0x1BE + 16 * i + 4] in (0x82, 0xFD, 0x83, 0x8E, 0x05, 0x0F, 0x85)
-               for i in range(4)):
-            raise SrpartError(f"{image}: an MBR slot has a Linux, Solaris or extended type: "
-                              f"msdos.c reads it, not aix.c")
         rec = read(7, 512)
+        why = not_aix(read(0, 512), rec)
+        if why:
+            raise SrpartError(f"{image}: not an AIX disk: {why}")
         if struct.unpack_from(">H", rec, 60)[0] != 1:
             raise SrpartError(f"{image}: no AIX LVM record (version 1) at sector 7")
         vgda_len, vgda = struct.unpack_from(">II", rec, 24)
