@@ -113,11 +113,25 @@ def parse_gcov_json(doc: dict, folder: str | None = FOLDER) -> list[FileCoverage
     return out
 
 
-def report(merged: Path, obj: Path, tree: Path) -> list[FileCoverage]:
-    """Per source file of block/partitions, from the merged .gcda and the build's .gcno."""
+def gcov_json(work: Path, target: str, folder: str | None = FOLDER) -> list[FileCoverage]:
+    """Run gcov --json-format on `target` (a source or object name gcov resolves
+    against the .gcno/.gcda files in `work`) and parse what it writes there."""
     tool = shutil.which("gcov")
     if not tool:
         raise SrpartError("gcov not found: install the gcc package")
+    res = subprocess.run([tool, "--json-format", "-o", str(work), target],
+                         cwd=work, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SrpartError(f"gcov on {work / target} failed: {res.stderr.strip()[:200]}")
+    out = []
+    for js in work.glob("*.gcov.json.gz"):
+        out += parse_gcov_json(json.loads(gzip.decompress(js.read_bytes())), folder)
+        js.unlink()
+    return out
+
+
+def report(merged: Path, obj: Path, tree: Path) -> list[FileCoverage]:
+    """Per source file of block/partitions, from the merged .gcda and the build's .gcno."""
     out: dict[str, FileCoverage] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -126,15 +140,9 @@ def report(merged: Path, obj: Path, tree: Path) -> list[FileCoverage]:
             gcda = merged / gcno.with_suffix(".gcda").name
             if gcda.exists():
                 shutil.copy2(gcda, work / gcda.name)
-            res = subprocess.run([tool, "--json-format", "-o", str(work), gcno.stem + ".c"],
-                                 cwd=work, capture_output=True, text=True)
-            if res.returncode != 0:
-                raise SrpartError(f"gcov on {gcno.name} failed: {res.stderr.strip()[:200]}")
-            for js in work.glob("*.gcov.json.gz"):
-                for fc in parse_gcov_json(json.loads(gzip.decompress(js.read_bytes()))):
-                    if (tree / fc.source).exists():
-                        out.setdefault(fc.source, fc)
-                js.unlink()
+            for fc in gcov_json(work, gcno.stem + ".c"):
+                if (tree / fc.source).exists():
+                    out.setdefault(fc.source, fc)
     return sorted(out.values(), key=lambda c: c.source)
 
 

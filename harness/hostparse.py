@@ -26,9 +26,7 @@ it is a KASAN report in the guest.
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
-import json
 import re
 import shutil
 import subprocess
@@ -187,16 +185,10 @@ class HostFuzz:
 
 def coverage_of(binary: Path, parser: str) -> gcov.FileCoverage:
     """gcov's reading of what the runs since the build reached in `parser`.c."""
-    out = binary.parent
-    data = out / f"hostparse-{parser}.gcda"        # gcc names it after the -o of the link
+    data = binary.parent / f"hostparse-{parser}.gcda"   # gcc names it after the -o of the link
     if not data.exists():
         raise SrpartError(f"{data}: no coverage data (no image parsed?)")
-    res = subprocess.run(["gcov", "--json-format", data.name], cwd=out, capture_output=True,
-                         text=True)
-    if res.returncode != 0:
-        raise SrpartError(f"gcov on {data} failed: {res.stderr.strip()[:200]}")
-    doc = json.loads(gzip.decompress((out / f"hostparse-{parser}.gcov.json.gz").read_bytes()))
-    cov = [c for c in gcov.parse_gcov_json(doc, None) if c.source == f"{parser}.c"]
+    cov = [c for c in gcov.gcov_json(binary.parent, data.name, None) if c.source == f"{parser}.c"]
     if not cov:
         raise SrpartError(f"gcov says nothing about {parser}.c")
     return cov[0]
