@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import entry, gcov, paths, source
+from . import entry, gcov, oracle, paths, source
 from .errors import SrpartError
 from .lock import locked
 
@@ -68,6 +68,10 @@ class HostRun:
     line: str = ""                     # what the kernel prints after the disk name
     sanitizer: str = ""                # first ASan/UBSan report line, "" when clean
     stderr: str = ""
+
+    def oracle_parts(self) -> list[oracle.Part]:
+        """The partitions as harness.oracle's readers give theirs, to compare."""
+        return [oracle.Part(p.slot, p.start, p.size) for p in self.parts]
 
 
 _SAN = re.compile(r"(ERROR: AddressSanitizer: .*|runtime error: .*|ERROR: LeakSanitizer: .*)")

@@ -61,7 +61,7 @@ def test_a_plain_aix_volume_group_reads_the_same_with_and_without_the_fix(k, ser
     want = oracle.aix(img)
     assert len(want) == 3, "three LVs, each one run of PPs"
     assert run.result == 1
-    assert [oracle.Part(p.slot, p.start, p.size) for p in run.parts] == want
+    assert run.oracle_parts() == want
 
 
 @pytest.mark.host

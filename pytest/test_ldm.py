@@ -56,4 +56,4 @@ def test_the_ldm_fixture_reads_as_ldmtool_says_with_and_without_the_fix(k, serie
     run = hostparse.run(hostparse.build(k, k if series else None, "ldm"), img.path)
     assert (run.rc, run.sanitizer) == (0, ""), run.stderr[-2000:]
     assert run.result == 1
-    assert [oracle.Part(p.slot, p.start, p.size) for p in run.parts] == oracle.ldm(img.path)
+    assert run.oracle_parts() == oracle.ldm(img.path)

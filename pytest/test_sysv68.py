@@ -22,10 +22,6 @@ from harness import hostparse, oracle, paths
 PINNED = paths.BUILD / "fuzz" / "pinned"
 
 
-def _parts(run: hostparse.HostRun) -> list[oracle.Part]:
-    return [oracle.Part(p.slot, p.start, p.size) for p in run.parts]
-
-
 @pytest.mark.host
 @pytest.mark.parametrize("k", KERNELS)
 def test_pristine_sysv68_reads_past_the_page(k):
@@ -45,7 +41,7 @@ def test_patched_sysv68_reads_only_the_table_sector(k):
     run = hostparse.run(hostparse.build(k, k), img)
     assert (run.rc, run.sanitizer) == (0, ""), run.stderr[-2000:]
     assert run.result == 1
-    assert _parts(run) == oracle.sysv68(img)
+    assert run.oracle_parts() == oracle.sysv68(img)
     assert run.line.startswith("sysV68: sr0(s64)"), run.line
 
 
@@ -58,4 +54,4 @@ def test_a_plain_sysv68_table_reads_the_same_with_and_without_the_fix(k, series)
     assert (run.rc, run.sanitizer) == (0, ""), run.stderr[-2000:]
     want = oracle.sysv68(img)
     assert len(want) == 6, "six slices; the 16th entry, the whole disk, is no partition"
-    assert _parts(run) == want
+    assert run.oracle_parts() == want
