@@ -140,3 +140,32 @@ def test_most_aix_cases_pass_the_gate_msdos_c_keeps(tmp_path):
             gated += 1
     assert gated >= 0.8 * len(cases), f"{gated} of {len(cases)} aix cases reach aix.c"
     assert gated < len(cases), "no aix case exercises the gate itself"
+
+
+def _rewrite_aix_plain(outdir):
+    for _ in range(60):
+        fuzz.aix_plain(outdir)
+
+
+def test_a_pinned_image_is_never_seen_half_written(tmp_path):
+    """xdist workers rewrite the same pinned image while others read it (CI:
+    test_aix read aix-plain.img with its LVM record not yet written)."""
+    import multiprocessing
+    import struct
+
+    img = fuzz.aix_plain(tmp_path)
+    writers = [multiprocessing.Process(target=_rewrite_aix_plain, args=(tmp_path,))
+               for _ in range(2)]
+    for w in writers:
+        w.start()
+    torn = reads = 0
+    while any(w.is_alive() for w in writers):
+        with open(img, "rb") as fh:
+            fh.seek(fuzz.AIX_LVM_REC * 512)
+            rec = fh.read(512)
+        reads += 1
+        torn += len(rec) < 512 or struct.unpack_from(">H", rec, 60)[0] != 1
+    for w in writers:
+        w.join()
+        assert w.exitcode == 0
+    assert torn == 0, f"{torn} of {reads} reads saw a half-written image"
