@@ -3,7 +3,8 @@
     /usr/bin/python3 -m harness.series --kernel 6.1 [--build-each] [--update-cover]
 
 --build-each (make series-check) also builds, after every patch, the
-directories of the C files the series touches with W=1 (bisectability, and
+directories of the C files the series touches and those files' objects
+(whatever the config enables) with W=1 (bisectability, and
 no new warnings in a file a patch touches), then the whole test kernel at
 the last patch; and it checks that the cover letter records what
 scripts/get_maintainer.pl says about the series (--update-cover rewrites
@@ -78,21 +79,30 @@ def set_cover_maintainers(cover: str, names: list[str]) -> str:
     return cover[:at] + block + "\n" + cover[at:]
 
 
-WARNING = re.compile(r"^(/\S+?|[^/\s]\S*?):\d+:\d+: warning: (.*)$", re.M)
+# gcc's "file:line:col: warning:" and kernel-doc's "file:line: warning:" (W=1)
+WARNING = re.compile(r"^(/\S+?|[^/\s]\S*?):\d+(?::\d+)?: warning: (.*)$", re.M)
 
 
-def series_dirs(src: source.KernelSource, kernel: str) -> list[str]:
-    """The kbuild directories of every C file the series touches, e.g.
-    ["block/partitions/", "drivers/scsi/"]: what each patch's build compiles."""
-    names = source.git_out(src, "diff", "--name-only", f"srpart-base..{kernel}").split()
-    return sorted({str(Path(n).parent) + "/" for n in names if n.endswith(".c")})
+def series_targets(src: source.KernelSource, kernel: str) -> list[str]:
+    """What each patch's build compiles: the kbuild directories of every C file the
+    series touches (["block/partitions/", "drivers/scsi/"]) and each such file's
+    object by name, so that a parser the config leaves out (aix.c, sysv68.c in the
+    plain kernels) is compiled with W=1 too: kbuild builds a named object whatever
+    the config says."""
+    names = [n for n in source.git_out(src, "diff", "--name-only", f"srpart-base..{kernel}").split()
+             if n.endswith(".c")]
+    return sorted({str(Path(n).parent) + "/" for n in names}) + sorted(n[:-2] + ".o" for n in names)
 
 
 def warnings_in(log: str, tree: Path) -> set[tuple[str, str]]:
-    """(file relative to the tree, message) of every compiler warning in a build log."""
-    prefix = str(tree).rstrip("/") + "/"
-    return {(f[len(prefix):] if f.startswith(prefix) else f, msg.strip())
-            for f, msg in WARNING.findall(log)}
+    """(file relative to the tree, message) of every compiler warning in a build log.
+    make prints the tree's real path: under a symlinked build/ a prefix of the
+    path as given matched nothing, and every warning counted as in no file."""
+    prefixes = {str(t).rstrip("/") + "/" for t in (tree, tree.resolve())}
+
+    def rel(f: str) -> str:
+        return next((f[len(p):] for p in prefixes if f.startswith(p)), f)
+    return {(rel(f), msg.strip()) for f, msg in WARNING.findall(log)}
 
 
 def build_each(src: source.KernelSource, kernel: str) -> int:
@@ -101,7 +111,7 @@ def build_each(src: source.KernelSource, kernel: str) -> int:
     gets a W=1 warning the file did not have before the patch. The kernel as a whole
     is built once, at the last patch: the srpart test kernel (main() checks it is current).
 
-    Each step is `make W=1 <the series' C directories>` in the test kernel's object
+    Each step is `make W=1 <the series' C directories and objects>` in the test kernel's object
     tree: what a patch can break in a file of its own is seen there, in about 15 s
     instead of a full build's 25-160 s (vmlinux, and every includer of a header the
     patch changes)."""
@@ -112,9 +122,9 @@ def build_each(src: source.KernelSource, kernel: str) -> int:
     revs = source.git_out(src, "rev-list", "--reverse", f"srpart-base..{kernel}").split()
     # the same patch trees with the same config were all built before: nothing to prove again
     trees = [source.tree_id(src, rev) for rev in revs]
-    dirs = series_dirs(src, kernel)
+    targets = series_targets(src, kernel)
     stamp = Stamp(obj / "srpart.series-check.stamp",
-                  key_of(*trees, kernels.requested_config().render(), *dirs, "W=1", length=64))
+                  key_of(*trees, kernels.requested_config().render(), *targets, "W=1", length=64))
     if stamp.fresh():
         print(f"  builds after each of {len(revs)} patches: up to date (same trees, same config)")
         return 0
@@ -130,10 +140,11 @@ def build_each(src: source.KernelSource, kernel: str) -> int:
             if f.endswith(".c") and (src.tree / f).exists():
                 os.utime(src.tree / f)
         log = paths.LOGS / f"series-check-{kernel}-0.log"
-        kbuild.make(src.tree, obj, dirs, jobs, log, f"{kernel} before the series, W=1 {' '.join(dirs)}",
+        kbuild.make(src.tree, obj, targets, jobs, log,
+                    f"{kernel} before the series, W=1 {' '.join(targets)}",
                     extra=["W=1"])
         seen = warnings_in(log.read_text(errors="replace"), src.tree)
-        print(f"  W=1 {' '.join(dirs)} before the series: {len(seen)} warnings (the baseline)")
+        print(f"  W=1 {' '.join(targets)} before the series: {len(seen)} warnings (the baseline)")
         for n, rev in enumerate(revs, 1):
             subject = source.git_out(src, "log", "-1", "--format=%s", rev).strip()
             files = set(source.git_out(src, "diff", "--name-only", f"{rev}^", rev).split())
@@ -141,7 +152,7 @@ def build_each(src: source.KernelSource, kernel: str) -> int:
             log = paths.LOGS / f"series-check-{kernel}-{n}.log"
             try:
                 kconfig.configure(src.tree, obj, kernels.requested_config())
-                kbuild.make(src.tree, obj, dirs, jobs, log, f"{kernel} after patch {n}",
+                kbuild.make(src.tree, obj, targets, jobs, log, f"{kernel} after patch {n}",
                             extra=["W=1"])
             except SrpartError as e:
                 failed += 1

@@ -81,6 +81,16 @@ def test_series_check_reads_warnings_relative_to_the_tree():
     }
 
 
+def test_series_check_reads_kernel_doc_warnings_too():
+    """W=1 runs kernel-doc, whose warnings have no column: patch 0003 added two
+    that series-check did not see."""
+    tree = Path("/w/src/linux-source-6.1")
+    log = ("/w/src/linux-source-6.1/block/partitions/aix.c:140: warning: Function parameter "
+           "or member 'lba' not described in 'alloc_lvd'\n")
+    assert series.warnings_in(log, tree) == {
+        ("block/partitions/aix.c", "Function parameter or member 'lba' not described in 'alloc_lvd'")}
+
+
 def test_bench_splits_a_boot_into_phases_that_add_up():
     from harness import bench
     log = (DATA / "kernel-boot-8drives.log").read_text()
