@@ -64,7 +64,10 @@ checks the same boots against an oracle computed on the host.
   volume header) holds the disc's own ISO 9660: it claims the disc's
   by-label and by-uuid with the same priority, and in these boots it wins:
   the ISO's label moves from srN to srNp1 when the kernel starts exposing
-  partitions.
+  partitions. Where two partitions start at sector 0 (the SGI volume
+  header, slice 9, and the whole volume, slice 11) the link goes to the
+  one udev processed last: the table shows p9 in one report and p11 in
+  the next, from the same disc.
 - libblkid reads an MBR or GPT in the device's sector size: on a 2048-byte
   disc it finds no GPT in 512-byte units (every UEFI isohybrid ISO) and
   misplaces the entries of a 512-unit MBR, so those partitions get no
