@@ -369,7 +369,9 @@ def aix(image: Path) -> list[Part]:
     LPs 1 to its LP count in order: it starts at the first one's sector, PPs of
     2^pp_size bytes counted from psn_part1. Slot i is LV i. A disk is AIX's only as
     msdos.c's aix_magic_present() decides: the IPL magic at sector 0, "_LVM" at
-    sector 7, and no MBR slot of a Linux, Solaris or extended type."""
+    sector 7, and no MBR slot of a Linux, Solaris or extended type. PPs of fewer
+    than 2^9 or more than 2^31 bytes make no partitions (patch 0004; before it,
+    less than a sector made every LV 0 sectors long, and more was undefined)."""
     with open(image, "rb") as fh:
         def read(sector: int, n: int) -> bytes:
             fh.seek(sector * 512)
@@ -384,7 +386,10 @@ def aix(image: Path) -> list[Part]:
         if struct.unpack_from(">H", rec, 60)[0] != 1:
             raise SrpartError(f"{image}: no AIX LVM record (version 1) at sector 7")
         vgda_len, vgda = struct.unpack_from(">II", rec, 24)
-        pp_sectors = (1 << struct.unpack_from(">H", rec, 46)[0]) // 512
+        pp_log2 = struct.unpack_from(">H", rec, 46)[0]
+        if not 9 <= pp_log2 <= 31:      # less than a sector, or more than a u32 of bytes
+            return []
+        pp_sectors = (1 << pp_log2) // 512
         numlvs = struct.unpack_from(">H", read(vgda, 512), 24)[0]
         lvd = read(vgda + 1, 256 * 32)
         lps = {i + 1: struct.unpack_from(">H", lvd, 32 * i + 14)[0] for i in range(256)}

@@ -51,6 +51,46 @@ def test_patched_aix_reads_only_what_it_holds(k, image, where):
     assert run.line.startswith(" AIX LVM header version 1 found"), run.line
 
 
+# PP size (log2 of bytes) -> the pristine aix.c's UBSan report
+PP_SHIFTS = [
+    pytest.param(31, "runtime error: left shift of 1 by 31 places cannot be represented in type 'int'",
+                 id="2^31"),
+    pytest.param(32, "runtime error: shift exponent 32 is too large for 32-bit type 'int'", id="2^32"),
+    pytest.param(0xFFFF, "runtime error: shift exponent 65535 is too large for 32-bit type 'int'",
+                 id="2^65535"),
+]
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("pp_log2, report", PP_SHIFTS)
+@pytest.mark.parametrize("k", KERNELS)
+def test_pristine_aix_shifts_by_the_disks_pp_size(k, pp_log2, report):
+    """Without patch 0004, the PP size is `1 << pp_size` in an int, pp_size
+    from the disk: undefined from 31 on."""
+    run = hostparse.run(hostparse.build(k, None, "aix"), fuzz.aix_pp_size(PINNED, pp_log2))
+    assert run.sanitizer == report, f"the reproducer no longer reproduces:\n{run.stderr[-2000:]}"
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("pp_log2", [0, 8, 9, 31, 32, 0xFFFF])
+@pytest.mark.parametrize("k", KERNELS)
+def test_patched_aix_takes_pp_sizes_from_a_sector_to_2_gib(k, pp_log2):
+    """With it, 2^9 to 2^31 bytes read as the oracle says (the layout as AIX
+    writes it, only the PP size changed); smaller and larger PPs give no
+    partition and a line that names the size."""
+    img = fuzz.aix_pp_size(PINNED, pp_log2)
+    run = hostparse.run(hostparse.build(k, k, "aix"), img)
+    assert (run.rc, run.sanitizer) == (0, ""), run.stderr[-2000:]
+    want = oracle.aix(img)
+    assert run.oracle_parts() == want
+    if 9 <= pp_log2 <= 31:
+        assert len(want) == 3 and run.result == 1
+        assert run.line.startswith(" AIX LVM header version 1 found"), run.line
+    else:
+        assert want == [] and run.parts == []
+        assert run.line.startswith(f" unsupported AIX PP size 2^{pp_log2} found"), run.line
+
+
 @pytest.mark.host
 @pytest.mark.parametrize("series", [False, True], ids=["pristine", "series"])
 @pytest.mark.parametrize("k", KERNELS)
