@@ -232,16 +232,15 @@ class Console:
             except GuestTimeout:
                 if left <= NUDGE_AFTER:
                     raise
-                # Measured under TCG (QEMU 7.2, 6.1 tinyconfig guest): a line
-                # sometimes sits unprocessed in the guest until the next input
-                # arrives, 5 s and more when nothing comes (NUDGE_AFTER=5). It
-                # follows the guest's CPU load: 0-1 of 60 commands idle, 7-20
-                # of 60 with a busy loop in the guest, whatever the line's
-                # length; nohz=off and the 8250 options change nothing; in
-                # make check 627 of 4400 commands (14%). Not root-caused: the
-                # suspects left are QEMU's 16550 FIFO character-timeout path
-                # and the guest's tty flip-buffer work. An empty line is a
-                # no-op for sh and wakes it; every VM's count is in
+                # Under TCG (QEMU 7.2) the tail of a line shorter than the
+                # 16550's receive trigger level waited for the character-
+                # timeout interrupt, which in a loaded guest often came only
+                # with the next input (5 s and more when nothing came; 14%
+                # of make check's commands at the 8250 driver's 8 bytes).
+                # The guest init sets the trigger to 1 byte (0 of 60 loaded
+                # commands needing a nudge, 25 of 60 before); an empty line,
+                # a no-op for sh, stays as the fallback for an init or UART
+                # without rx_trig_bytes. Every VM's count is in
                 # build/logs/nudges.tsv and pytest's summary adds them up.
                 self.child.sendline("")
                 self.nudges += 1
