@@ -37,6 +37,8 @@ def test_qemu_machine_console_and_no_reboot():
     assert append[:2] == ["console=ttyS0", "panic=-1"]
     assert "srpart.drives=0" in append and "srpart.disks=0" in append
     assert append[-1] == "sr_mod.partscan=1"
+    # the TCG speed-ups, then the caller's parameters
+    assert qemu.FAST_BOOT and append[-1 - len(qemu.FAST_BOOT):-1] == qemu.FAST_BOOT
 
 
 def test_qemu_empty_drive_has_no_medium():
