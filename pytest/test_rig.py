@@ -10,7 +10,8 @@ import pytest
 
 from fixtures import catalog
 
-pytestmark = pytest.mark.vm
+# one VM per kernel, shared by the tests of this file: on one xdist worker
+pytestmark = [pytest.mark.vm, pytest.mark.xdist_group("rig")]
 
 
 @pytest.fixture(scope="module")
