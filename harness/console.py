@@ -19,6 +19,8 @@ from .errors import SrpartError
 # The guest init's READY line: drives and disks probed / wanted
 READY = re.compile(r"@@SRPART-READY sr=(\d+)/(\d+) sd=(\d+)/(\d+)@@\r*\n")
 MARKER = re.compile(r"@@SRPART-RC (\d+) ([0-9a-f]+)@@\r*\n")
+# printed first by every command: the guest's sh has read the whole command
+GO = re.compile(r"@@SRPART-GO ([0-9a-f]+)@@\r*\n")
 # A line written to /dev/kmsg to cut the kernel log into per-test slices
 LOG_MARK = "@@SRPART-LOG {token} {label}@@"
 MARK_LABEL_MAX = 200      # /dev/kmsg takes ~1 KiB a line; test ids can be long
@@ -76,12 +78,15 @@ class Result:
 
 
 def wrap(command: str, token: str) -> str:
-    """The line(s) sent for one command: a subshell with no stdin, then the marker.
+    """The line(s) sent for one command: the GO marker, a subshell with no stdin,
+    then the RC marker. sh runs none of it before it has read the last line, so
+    GO says the whole command arrived.
 
-    The format string does not contain the marker literally, so an echoed
-    command can never be mistaken for its own completion.
+    The format strings do not contain the markers literally, so an echoed
+    command can never be mistaken for its own start or completion.
     """
-    return f"( {command}\n) </dev/null 2>&1; printf '\\n@@SRPART-RC %d %s@@\\n' $? {token}"
+    return (f"printf '@@SRPART-GO %s@@\\n' {token}; ( {command}\n) </dev/null 2>&1; "
+            f"printf '\\n@@SRPART-RC %d %s@@\\n' $? {token}")
 
 
 def clean(raw: str) -> str:
@@ -225,23 +230,30 @@ class Console:
         self.commands += 1
         nudges = self.nudges
         deadline = time.monotonic() + timeout
+        started = False
         while True:
             left = deadline - time.monotonic()
             try:
-                m = self.expect(MARKER.pattern, min(NUDGE_AFTER, max(left, 0.01)))
+                if not started:
+                    m = self.expect(GO.pattern, min(NUDGE_AFTER, max(left, 0.01)))
+                    started = m.group(1) == token
+                    continue
+                m = self.expect(MARKER.pattern, max(left, 0.01))
             except GuestTimeout:
-                if left <= NUDGE_AFTER:
+                if started or left <= NUDGE_AFTER:
                     raise
-                # Under TCG (QEMU 7.2) the tail of a line shorter than the
-                # 16550's receive trigger level waited for the character-
-                # timeout interrupt, which in a loaded guest often came only
-                # with the next input (5 s and more when nothing came; 14%
-                # of make check's commands at the 8250 driver's 8 bytes).
-                # The guest init sets the trigger to 1 byte (0 of 60 loaded
-                # commands needing a nudge, 25 of 60 before); an empty line,
-                # a no-op for sh, stays as the fallback for an init or UART
-                # without rx_trig_bytes. Every VM's count is in
-                # build/logs/nudges.tsv and pytest's summary adds them up.
+                # The command has not started: its last line sits in the
+                # guest. Under TCG (QEMU 7.2) the tail of a line shorter
+                # than the 16550's receive trigger level waited for the
+                # character-timeout interrupt, which in a loaded guest often
+                # came only with the next input (5 s and more when nothing
+                # came). The guest init sets the trigger to 1 byte (0 of 60
+                # loaded commands stuck, 25 of 60 at the 8250 driver's 8);
+                # the first command after READY still sticks in about one
+                # boot of five, not root-caused. An empty line, a no-op for
+                # sh, releases it. Only a command whose GO is late counts:
+                # every VM's count is in build/logs/nudges.tsv and pytest's
+                # summary adds them up.
                 self.child.sendline("")
                 self.nudges += 1
                 continue

@@ -28,7 +28,10 @@ class FakeChild:
         self.sent.append(s)
         if s and self.replies:
             m = re.search(r"printf '.*' \$\? ([0-9a-f]+)$", s)
-            self.buffer += self.replies.pop(0).replace("TOKEN", m.group(1) if m else "")
+            reply = self.replies.pop(0)
+            if "@@SRPART-GO" not in reply:    # sh starts the command: GO first
+                reply = "@@SRPART-GO TOKEN@@\r\n" + reply
+            self.buffer += reply.replace("TOKEN", m.group(1) if m else "")
         return len(s)
 
     def expect(self, patterns, timeout=None):
@@ -44,8 +47,8 @@ class FakeChild:
 
 def test_wrap_never_contains_its_own_marker():
     line = console.wrap("echo hi", "deadbeef")
-    assert not console.MARKER.search(line)
-    assert line.startswith("( echo hi\n)") and "</dev/null" in line
+    assert not console.MARKER.search(line) and not console.GO.search(line)
+    assert "; ( echo hi\n)" in line and "</dev/null" in line
 
 
 def test_clean_drops_only_the_marker_newline():
@@ -62,9 +65,54 @@ def test_run_returns_output_and_status(tmp_path):
 
 
 def test_stale_marker_of_another_command_is_skipped(tmp_path):
-    child = FakeChild(["old\r\n@@SRPART-RC 0 00000000@@\r\nnew\r\n\r\n@@SRPART-RC 0 TOKEN@@\r\n"])
+    child = FakeChild(["@@SRPART-GO 00000000@@\r\nold\r\n@@SRPART-RC 0 00000000@@\r\n"
+                       "@@SRPART-GO TOKEN@@\r\nnew\r\n\r\n@@SRPART-RC 0 TOKEN@@\r\n"])
     r = console.Console(child, tmp_path / "none.log").run("echo new")
     assert r.output == "new\n"
+
+
+class StuckChild(FakeChild):
+    """A guest whose command line sits unread until the next input arrives."""
+
+    def sendline(self, s: str) -> int:
+        if s:
+            self.token = re.search(r"\$\? ([0-9a-f]+)$", s).group(1)
+            self.sent.append(s)
+            return len(s)
+        self.buffer += f"@@SRPART-GO {self.token}@@\r\nok\r\n\r\n@@SRPART-RC 0 {self.token}@@\r\n"
+        return super().sendline(s)
+
+
+class SlowChild(FakeChild):
+    """A guest that starts the command at once and answers after one second."""
+
+    def expect(self, patterns, timeout=None):
+        if patterns[0] == console.MARKER.pattern and timeout is not None and timeout >= 1:
+            self.buffer += "done\r\n\r\n@@SRPART-RC 0 " + self.token + "@@\r\n"
+        return super().expect(patterns, timeout)
+
+    def sendline(self, s: str) -> int:
+        if s:
+            self.token = re.search(r"\$\? ([0-9a-f]+)$", s).group(1)
+            self.buffer += f"@@SRPART-GO {self.token}@@\r\n"
+        self.sent.append(s)
+        return len(s)
+
+
+def test_a_command_that_did_not_start_is_nudged(tmp_path):
+    child = StuckChild([])
+    con = console.Console(child, tmp_path / "none.log")
+    assert con.run("echo ok", timeout=5).output == "ok\n"
+    assert (con.nudged, con.nudges, child.sent[1:]) == (1, 1, [""])
+
+
+def test_a_command_that_started_is_left_to_finish(tmp_path):
+    """No wake-up newline while a started command runs: it would count a slow
+    command as a stuck line."""
+    child = SlowChild([])
+    con = console.Console(child, tmp_path / "none.log")
+    assert con.run("sleep 1; echo done", timeout=5).output == "done\n"
+    assert (con.nudged, con.nudges, len(child.sent)) == (0, 0, 1)
 
 
 def test_kernel_warning_fails_the_next_command(tmp_path):
@@ -146,7 +194,7 @@ class KmsgChild(FakeChild):
         self.log, self.printed = log, printed
 
     def sendline(self, s: str) -> int:
-        m = re.match(r"\( (echo .*> /dev/kmsg)\n", s)
+        m = re.search(r"; \( (echo .*> /dev/kmsg)\n", s)
         if m:
             words = shlex.split(m.group(1))
             text = (self.printed.pop(0) if self.printed else "") + f"[    9.0] {words[1]}\r\n"
