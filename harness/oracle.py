@@ -482,8 +482,10 @@ ONLY_512 = {"atari": "atari.c returns at once unless the logical block size is 5
                      "(AHDI counts 512-byte sectors and no 2048-byte Atari media exist)"}
 
 
-def expected(table: str, image: Path, block: int = 2048) -> Layout:
-    """The partitions the kernel should show for `image` on a `block`-byte optical device."""
+def expected(table: str, image: Path, block: int = 2048, disk_bytes: int | None = None) -> Layout:
+    """The partitions the kernel should show for `image` on a `block`-byte optical device
+    whose capacity is `disk_bytes` (the image's size unless given: a formatted DVD+RW
+    reports far more than was written, a drive can report a block less)."""
     try:
         fn = ORACLES[table]
     except KeyError:
@@ -491,12 +493,14 @@ def expected(table: str, image: Path, block: int = 2048) -> Layout:
     if table in ONLY_512 and block != 512:
         fn(image)                       # still a valid table of its kind
         return Layout([], [])
-    return on_device(clip_to_disk(fn(image), image.stat().st_size // 512), block)
+    disk = image.stat().st_size if disk_bytes is None else disk_bytes
+    return on_device(clip_to_disk(fn(image), disk // 512), block)
 
 
-def triples(table: str, image: Path, block: int = 2048) -> list[tuple[int, int, int]]:
+def triples(table: str, image: Path, block: int = 2048,
+            disk_bytes: int | None = None) -> list[tuple[int, int, int]]:
     """expected() as (number, start, size) in 512-byte sectors, the form the guest parsers give."""
-    return [(p.number, p.start, p.size) for p in expected(table, image, block).parts]
+    return [(p.number, p.start, p.size) for p in expected(table, image, block, disk_bytes).parts]
 
 
 def triples_of(img) -> list[tuple[int, int, int]]:

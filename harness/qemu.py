@@ -58,6 +58,12 @@ class Drive:
     serial: str | None = None   # the unit serial number (VPD page 0x80) udev's scsi_id reads
 
 
+# The 512-byte sectors that begin 2048-byte blocks 0..15 (read_errors): blkdebug
+# then fails every read of those blocks, as a damaged disc's or, to a data read,
+# an audio CD's first blocks fail.
+FIRST_BLOCKS = tuple(range(0, 64, 4))
+
+
 def _blkdebug_rules(sectors: tuple[int, ...]) -> str:
     """blkdebug rules: every read request that touches one of `sectors` fails with EIO.
     raw's reads raise the read_aio event on the node below it."""

@@ -103,11 +103,15 @@ class QMP:
 
     # The operations the tests use.
 
-    def tray_open(self, dev: str) -> bool:
+    def tray_and_lock(self, dev: str) -> tuple[bool, bool]:
+        """(tray open, door locked by the guest) of drive `dev`, as QEMU's drive has them."""
         for b in self.cmd("query-block"):
             if b.get("qdev") == dev or b.get("device") == dev:
-                return bool(b.get("tray_open"))
+                return bool(b.get("tray_open")), bool(b.get("locked"))
         raise QmpError(f"QMP: no block device {dev}")
+
+    def tray_open(self, dev: str) -> bool:
+        return self.tray_and_lock(dev)[0]
 
     def open_tray(self, dev: str) -> None:
         self.cmd("blockdev-open-tray", id=dev, force=True)

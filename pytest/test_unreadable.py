@@ -22,15 +22,12 @@ from harness.vm import VM
 
 pytestmark = [pytest.mark.vm, pytest.mark.xdist_group("unreadable")]  # one unpatched reference per kernel
 
-# 512-byte sectors: the first of each 2048-byte block 0..15. blkdebug fails
-# every read request that touches one of them, so every read of those blocks.
-FIRST_BLOCKS = tuple(range(0, 64, 4))
 MARK = "srpart-unreadable-opens"
 ON = ["sr_mod.partscan=1"]
 
 
 def _drives(tmp_path: Path) -> list[qemu.Drive]:
-    bad = qemu.Drive(catalog.first("mbr2048").path.resolve(), read_errors=FIRST_BLOCKS)
+    bad = qemu.Drive(catalog.first("mbr2048").path.resolve(), read_errors=qemu.FIRST_BLOCKS)
     empty = tmp_path / "zero-length.iso"
     empty.write_bytes(b"")
     return [bad, qemu.Drive(empty)]

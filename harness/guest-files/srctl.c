@@ -7,6 +7,9 @@
  *   srctl delpart DEV N                  BLKPG_DEL_PARTITION
  *   srctl eject DEV                      CDROMEJECT
  *   srctl nocap CMD ARGS...              the same, without CAP_SYS_RAWIO
+ *   srctl after FILE CMD ARGS...         open DEV and print "open", then run
+ *                                        CMD on that open once FILE exists
+ *                                        (an fd held across a media change)
  *
  * DEV is opened O_RDONLY|O_NONBLOCK, as udev and eject(1) do. Prints
  * "ok" or the errno name on one line; exit status 0 or the errno.
@@ -70,13 +73,14 @@ static int blkpg(int fd, int op, int n, long long start, long long size)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: srctl [nocap] rereadpt|addpart|delpart|eject DEV [N [START SIZE]]\n");
+	fprintf(stderr, "usage: srctl [nocap] [after FILE] rereadpt|addpart|delpart|eject DEV [N [START SIZE]]\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	int fd, r;
+	const char *after = NULL;
+	int fd, r, i;
 
 	if (argc > 1 && !strcmp(argv[1], "nocap")) {
 		if (drop_rawio()) {
@@ -86,12 +90,28 @@ int main(int argc, char **argv)
 		argv++;
 		argc--;
 	}
+	if (argc > 2 && !strcmp(argv[1], "after")) {
+		after = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc < 3)
 		return usage();
 	fd = open(argv[2], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		printf("%s\n", errname(errno));
 		return errno;
+	}
+	if (after) {
+		printf("open\n");
+		fflush(stdout);
+		for (i = 0; access(after, F_OK); i++) {
+			if (i == 6000) {
+				printf("srctl: %s did not appear within 60 s\n", after);
+				return 1;
+			}
+			usleep(10000);
+		}
 	}
 	if (!strcmp(argv[1], "rereadpt"))
 		r = ioctl(fd, BLKRRPART, 0);
