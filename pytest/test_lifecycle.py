@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures import catalog
-from harness import guest, oracle
+from harness import guest, oracle, qemu
 from harness.vm import VM
 
 pytestmark = pytest.mark.vm
@@ -231,3 +231,50 @@ def test_partitions_exist_when_the_add_uevent_arrives(lvm):
         vm.qmp.del_device("hot1")
         vm.check(guest.wait_cmd("[ ! -e /sys/block/sr1 ]"))
     assert not bad, f"{len(bad)} of {ADDS} adds:\n" + "\n".join(bad[:10])
+
+
+@pytest.mark.xfail(strict=True, reason="bug B (issue 27): patch 13 keeps GD_SUPPRESS_PART_SCAN "
+                   "from the last medium, and disk_scan_partitions() tests it before the open "
+                   "that would revalidate the new one")
+def test_rereadpt_on_an_fd_held_across_a_media_change(lvm):
+    """An fd opened while an unreadable medium is in, kept across a change to a data
+    disc: BLKRRPART on it scans the new medium, as on any removable disk."""
+    bad = qemu.Drive(catalog.first("mbr2048").path.resolve(), read_errors=qemu.FIRST_BLOCKS)
+    sun = catalog.first("sun-xorriso")
+    vm = lvm([bad], ON)
+    assert guest.drive_partitions_of(vm, 0) == []
+    vm.check("srctl after /tmp/go rereadpt /dev/sr0 > /tmp/rr 2>&1 &")
+    vm.check(guest.wait_cmd("grep -q '^open$' /tmp/rr"))
+    vm.qmp.change_medium("cd0", sun.path)
+    vm.check("touch /tmp/go")
+    vm.check(guest.wait_cmd("[ $(wc -l < /tmp/rr) -ge 2 ]", 60))
+    assert vm.check("tail -n 1 /tmp/rr").strip() == "ok"
+    assert guest.drive_partitions_of(vm, 0) == oracle.triples_of(sun)
+
+
+RACES = 10
+
+
+def test_an_open_while_the_drive_is_added_keeps_its_mode(lvm):
+    """A user space that opens a new drive's node the moment it can gets the open it
+    asked for. A write open of a CD-ROM drive fails with EROFS in cdrom_open(), as on
+    the unpatched kernel, also while device_add_disk() is still running: the node
+    exists from device_add() on, the add uevent comes before GD_ADDED is set. v3
+    (patch 12) treated every open before GD_ADDED as an O_NDELAY open (bug C).
+
+    A guard, not a reproducer: on one TCG vCPU the opener never landed in v3's window
+    (10 of 10 EROFS on v3 too, also with the new medium throttled to 20 reads a
+    second; the prober takes open_mutex back before the woken opener runs). Seen failing with
+    sropen opening O_RDWR|O_NONBLOCK, the mode v3 gave such an open: 10 x "ok"."""
+    first, plugged = catalog.first("sun-xorriso"), catalog.first("mbr2048")
+    vm = lvm([first.path], ON)
+    got = []
+    for i in range(RACES):
+        vm.check(f"sropen /dev/sr1 rw > /tmp/race{i} 2>&1 &")
+        vm.qmp.add_cd("hot1", plugged.path, scsi_id=1)
+        vm.check(guest.wait_cmd(f"[ -s /tmp/race{i} ]", 40))
+        got.append(vm.check(f"cat /tmp/race{i}").strip())
+        vm.check(guest.wait_cmd("[ -e /sys/block/sr1 ]"))
+        vm.qmp.del_device("hot1")
+        vm.check(guest.wait_cmd("[ ! -e /sys/block/sr1 ]"))
+    assert got == ["EROFS"] * RACES
