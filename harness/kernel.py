@@ -56,16 +56,14 @@ class Variant:
 # The order is the build order of `make kernels`, all in one object tree: each
 # step changes as few files as possible. sr-only differs from the pristine
 # tree in sr.c only (about 25 s); the series then changes blkdev.h (about 170
-# files); partscan-y only sr.o; the module variant last (IS_REACHABLE(CONFIG_CDROM)
-# in blkdev.h again). Built after srpart, sr-only cost 116-124 s instead.
+# files); the module variant last (IS_REACHABLE(CONFIG_CDROM) in blkdev.h
+# again). Built after srpart, sr-only cost 116-124 s instead. v4 dropped
+# CONFIG_BLK_DEV_SR_PARTSCAN and with it the srpart-partscan-y variant.
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("unpatched", None, "the pristine tarball (branch srpart-base)"),
     Variant("sr-only", "naive-{kernel}", "sr drops GENHD_FL_NO_PART and nothing else, "
             "upstream's parsers: a naive patch, and v1 with CONFIG_CDROM=m"),
     Variant("srpart", "{kernel}", "the whole series, sr built in"),
-    Variant("srpart-partscan-y", "{kernel}", "the series with CONFIG_BLK_DEV_SR_PARTSCAN=y "
-            "(only sr.o differs): partscan on unless sr_mod.partscan=0",
-            config={"CONFIG_BLK_DEV_SR_PARTSCAN": "y"}),
     Variant("srpart-module", "{kernel}", "the series with sr and cdrom as modules, as "
             "distributions build them; init loads sr_mod like udev would",
             config=MODULE_CONFIG, modules=True),

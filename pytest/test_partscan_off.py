@@ -25,8 +25,6 @@ CONFIGS = {  # name -> (kernel variant, command line)
     # sr_mod.ko loaded by init as udev would, without and with partscan=0
     "module-absent": ("srpart-module", ["srpart.modprobe=sr_mod"]),
     "module-partscan=0": ("srpart-module", ["srpart.modprobe=sr_mod", "sr_mod.partscan=0"]),
-    # CONFIG_BLK_DEV_SR_PARTSCAN=y makes on the default; =0 still turns it off
-    "partscan-y-partscan=0": ("srpart-partscan-y", ["sr_mod.partscan=0"]),
 }
 OFF = [c for c in CONFIGS if c != "unpatched"]
 DRIVES = [pytest.param(n, id=f"{n}drive{'s' if n > 1 else ''}",

@@ -199,8 +199,7 @@ def test_the_variant_table_says_what_make_kernels_builds():
     from harness import kernel
 
     for k in ("6.1", "6.12"):
-        assert kernel.tested(k) == ["unpatched", "sr-only", "srpart", "srpart-partscan-y",
-                                    "srpart-module"]
+        assert kernel.tested(k) == ["unpatched", "sr-only", "srpart", "srpart-module"]
     assert "legacy" in kernel.available("6.1") and "legacy" not in kernel.tested("6.1")
     assert kernel.build_command("6.1", "srpart-debug") == \
         "./srpart build --kernel 6.1 --variant srpart-debug"
@@ -208,14 +207,6 @@ def test_the_variant_table_says_what_make_kernels_builds():
     with pytest.raises(kernel.SrpartError, match="unknown kernel variant 'srpart-y'"):
         kernel.variant("srpart-y")
 
-
-def test_partscan_y_differs_from_srpart_in_that_option_only():
-    from harness import kernel
-
-    base = kernel.requested_config("srpart").options
-    y = kernel.requested_config("srpart-partscan-y").options
-    assert {k: v for k, v in y.items() if base.get(k) != v} == {"CONFIG_BLK_DEV_SR_PARTSCAN": "y"}
-    assert set(base) <= set(y)
 
 
 def test_a_stamp_is_fresh_only_with_its_key_and_its_outputs(tmp_path):
