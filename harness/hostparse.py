@@ -13,7 +13,9 @@ page the kernel would have mapped is a heap-buffer-overflow report here, as
 it is a KASAN report in the guest.
 
     build(kernel, series, parser) -> Path   source -> binary (cached by content)
-    run(binary, image, limit) -> HostRun    one parse of one image
+    run(binary, image, limit, env) -> HostRun
+                                            one parse of one image (env: entries that
+                                            replace ENV's, e.g. ASAN_OPTIONS)
     parse(rc, stdout, stderr) -> HostRun    plain text -> dataclass (unit-tested)
     fuzz(kernel, series, parser, seed, count, coverage) -> HostFuzz
                                             the parser's fuzz kind (fixtures/fuzz.py),
@@ -160,12 +162,16 @@ def first_error(log: str) -> str:
     return next((ln for ln in lines if "error" in ln), lines[0] if lines else "no output")
 
 
-def run(binary: Path, image: Path, limit: int = DISK_MAX_PARTS) -> HostRun:
+# the whole environment of a run; run(env=...) adds to it or replaces entries
+ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "print_stacktrace=1"}
+
+
+def run(binary: Path, image: Path, limit: int = DISK_MAX_PARTS,
+        env: dict[str, str] | None = None) -> HostRun:
     if not image.is_file():
         raise SrpartError(f"{image}: no such image")
     r = subprocess.run([str(binary), str(image), str(limit)], text=True, capture_output=True,
-                       timeout=60, env={"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
-                                        "UBSAN_OPTIONS": "print_stacktrace=1"})
+                       timeout=60, env={**ENV, **(env or {})})
     return parse(r.returncode, r.stdout, r.stderr)
 
 
