@@ -7,8 +7,8 @@ scsi-hd (512- and 4096-byte blocks, the syzkaller and 4Kn cases) each image
 is a disk of its own, booted once under the unpatched kernel and once under
 the series, and the series must give the unpatched partitions, except for
 what its fixes name: no partition that ends beyond the disk (the unpatched
-kernel makes them only when start + size wraps, patches 0005-0006), and on
-blocks above 512 bytes none that starts inside a block (patch 0007).
+kernel makes them only when start + size wraps, patches 0006-0007), and on
+blocks above 512 bytes none that starts inside a block (patch 0008).
 """
 from __future__ import annotations
 

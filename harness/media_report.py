@@ -54,9 +54,9 @@ OUTRO = """
 - Non-CD disks: `pytest/test_media_noncd.py` attaches the same images as
   `scsi-hd` disks with 512-, 2048- and 4096-byte blocks. They get what the
   unpatched kernel gives, minus partitions whose start is not a multiple of
-  the logical block size (patch 7, for every disk: no request could reach
+  the logical block size (patch 8, for every disk: no request could reach
   them), with sizes rounded down to whole blocks. With 512-byte blocks that
-  is exactly the unpatched view; the 512-byte table search (patches 8-9) is
+  is exactly the unpatched view; the 512-byte table search (patches 9-10) is
   only for drivers that set `GENHD_FL_512_TABLES`, which sd does not.
 - The HFS+ of a Mac hybrid disc mounts with the kernel's hfsplus driver,
   read-only ("Filesystem is marked locked").

@@ -370,7 +370,7 @@ def aix(image: Path) -> list[Part]:
     2^pp_size bytes counted from psn_part1. Slot i is LV i. A disk is AIX's only as
     msdos.c's aix_magic_present() decides: the IPL magic at sector 0, "_LVM" at
     sector 7, and no MBR slot of a Linux, Solaris or extended type. PPs of fewer
-    than 2^9 or more than 2^31 bytes make no partitions (patch 0004; before it,
+    than 2^9 or more than 2^31 bytes make no partitions (patch 0005; before it,
     less than a sector made every LV 0 sectors long, and more was undefined)."""
     with open(image, "rb") as fh:
         def read(sector: int, n: int) -> bytes:

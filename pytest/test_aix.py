@@ -32,7 +32,7 @@ PINNED_READS = [
 @pytest.mark.parametrize("image, where", PINNED_READS)
 @pytest.mark.parametrize("k", KERNELS)
 def test_pristine_aix_reads_past_its_buffer(k, image, where):
-    """Without patch 0003, the descriptors are read past the page one sector was
+    """Without patch 0004, the descriptors are read past the page one sector was
     mapped from, and the last LV's name past the name buffer."""
     run = hostparse.run(hostparse.build(k, None, "aix"), image(PINNED))
     assert run.sanitizer.startswith("ERROR: AddressSanitizer: heap-buffer-overflow"), \
@@ -65,7 +65,7 @@ PP_SHIFTS = [
 @pytest.mark.parametrize("pp_log2, report", PP_SHIFTS)
 @pytest.mark.parametrize("k", KERNELS)
 def test_pristine_aix_shifts_by_the_disks_pp_size(k, pp_log2, report):
-    """Without patch 0004, the PP size is `1 << pp_size` in an int, pp_size
+    """Without patch 0005, the PP size is `1 << pp_size` in an int, pp_size
     from the disk: undefined from 31 on."""
     run = hostparse.run(hostparse.build(k, None, "aix"), fuzz.aix_pp_size(PINNED, pp_log2))
     assert run.sanitizer == report, f"the reproducer no longer reproduces:\n{run.stderr[-2000:]}"
@@ -112,6 +112,6 @@ def test_the_aix_fuzz_kind_finds_the_reads_in_the_pristine_file_only(k):
     aix.c parses every image without a report."""
     count = 10 * len(fuzz.MUTATIONS)
     pristine = hostparse.fuzz(k, None, "aix", 20261206, count)
-    assert pristine.reports, "the aix kind no longer reaches the reads patch 0003 fixes"
+    assert pristine.reports, "the aix kind no longer reaches the reads patch 0004 fixes"
     series = hostparse.fuzz(k, k, "aix", 20261206, count)
     assert series.reports == [], series.reports[:3]

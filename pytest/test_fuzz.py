@@ -9,7 +9,7 @@ are the same code either way, the media-change path is not). On scsi-hd
 with 512- and 4096-byte blocks: one image of every kind, one VM each under
 the unpatched kernel and the series, which must agree except where the
 series' fixes say (harness/fuzz_check.py). Plus the reproducer of the GPT
-size wrap patches 0005-0006 fix (pinned: fuzz.gpt_end_before_start), on sr
+size wrap patches 0006-0007 fix (pinned: fuzz.gpt_end_before_start), on sr
 and, against the unpatched kernel, on sd. Invariants: no bad pattern in the kernel log (the
 harness fails the VM), every partition inside its medium and aligned, on
 the extended major, whole disks at 11,K. The full run, under the sanitizer
@@ -76,7 +76,7 @@ def _wrap_image():
 
 
 def test_gpt_entry_ending_before_its_start_is_ignored(boot, sr_build):
-    """The first finding (seed 1, case 37 on 2026-12-03): without patches 0005-0006
+    """The first finding (seed 1, case 37 on 2026-12-03): without patches 0006-0007
     this made sr0p3 nearly 2^64 sectors long."""
     img = _wrap_image()
     variant, extra = SR_BUILDS[sr_build]
@@ -89,7 +89,7 @@ def test_gpt_entry_ending_before_its_start_is_ignored(boot, sr_build):
 def test_gpt_size_wrap_on_a_scsi_disk(boot, variant):
     """The same GPT on sd with 2048-byte blocks, which scans partitions without the
     series: the unpatched kernel creates a partition far larger than the disk (the bug
-    patches 0005-0006 fix for every disk, hence Cc: stable), the series does not."""
+    patches 0006-0007 fix for every disk, hence Cc: stable), the series does not."""
     img = _wrap_image()
     with boot(variant, [qemu.Drive(img, "scsi-hd", 2048)], [], f"gpt-wrap-sd-{variant}") as vm:
         disk = int(vm.check("cat /sys/block/sda/size"))

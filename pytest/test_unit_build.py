@@ -82,7 +82,7 @@ def test_series_check_reads_warnings_relative_to_the_tree():
 
 
 def test_series_check_reads_kernel_doc_warnings_too():
-    """W=1 runs kernel-doc, whose warnings have no column: patch 0003 added two
+    """W=1 runs kernel-doc, whose warnings have no column: patch 0004 added two
     that series-check did not see."""
     tree = Path("/w/src/linux-source-6.1")
     log = ("/w/src/linux-source-6.1/block/partitions/aix.c:140: warning: Function parameter "
