@@ -157,6 +157,19 @@ def wait_cmd(condition: str, seconds: float = 10) -> str:
     return f"i=0; until {condition}; do sleep 0.1; i=$((i+1)); [ $i -ge {n} ] && exit 1; done; true"
 
 
+def reprobe_with_tray_open(vm, dev: str, k: int, target: int) -> None:
+    """Remove srK in the guest, open drive `dev`'s tray over QMP, rescan SCSI target
+    `target`: sr probes a drive whose tray is open, after the boot (SeaBIOS closes
+    trays while it looks for boot media). The scan write returns once the probe
+    is done (the host's scan_mutex), so srK exists when it returns."""
+    vm.check(f"echo 1 > /sys/block/sr{k}/device/delete")
+    vm.check(wait_cmd(f"[ ! -e /sys/block/sr{k} ]"))
+    vm.qmp.open_tray(dev)
+    assert vm.qmp.tray_open(dev), f"{dev}: QMP opened the tray, QEMU says it is closed"
+    vm.check(f"echo '0 {target} 0' > /sys/class/scsi_host/host0/scan")
+    vm.check(f"[ -e /sys/block/sr{k} ]")
+
+
 # What must never appear in dmesg for an empty drive or a drive whose
 # medium just went away: reads of a medium that is not there.
 # scsi-hd disks, keyed by SCSI target (stable across kernels, unlike sdX names):

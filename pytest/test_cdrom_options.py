@@ -93,10 +93,7 @@ def _scenario(vm, setting: Setting, load: str | None) -> tuple[list[tuple], dict
         vm.check(guest.wait_cmd("[ -e /sys/block/sr2 ]"))
     else:
         vm.check(SCSI_SETTLED)
-        vm.check("echo 1 > /sys/block/sr1/device/delete")
-        vm.check(guest.wait_cmd("[ ! -e /sys/block/sr1 ]"))
-        vm.qmp.open_tray("cd1")
-        vm.check("echo '0 1 0' > /sys/class/scsi_host/host0/scan")
+        guest.reprobe_with_tray_open(vm, "cd1", 1, 1)
     vm.check(SCSI_SETTLED)
     for dev in ("cd0", "cd1", "cd2"):
         note("probe", dev)

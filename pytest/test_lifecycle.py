@@ -27,21 +27,11 @@ def _minors(vm: VM) -> list[int]:
     return guest.parse_ext_minors(vm.check(guest.ext_minors_cmd()))
 
 
-def _reprobe_with_tray_open(vm: VM, dev: str = "cd0", k: int = 0) -> None:
-    """Remove srK in the guest, open the tray, rescan: sr probes a drive whose tray is open."""
-    vm.check(f"echo 1 > /sys/block/sr{k}/device/delete")
-    vm.check(guest.wait_cmd(f"[ ! -e /sys/block/sr{k} ]"))
-    vm.qmp.open_tray(dev)
-    assert vm.qmp.tray_open(dev)
-    vm.check("echo '- - -' > /sys/class/scsi_host/host0/scan")
-    vm.check(guest.wait_cmd(f"[ -e /sys/block/sr{k} ]"))
-
-
 @pytest.mark.parametrize("cmdline", [ON, OFF], ids=["partscan-on", "partscan-off"])
 def test_tray_open_at_probe_stays_open(lvm, cmdline):
     img = catalog.first("mbr2048")
     vm = lvm([img.path], cmdline)
-    _reprobe_with_tray_open(vm)
+    guest.reprobe_with_tray_open(vm, "cd0", 0, 0)
     assert vm.qmp.tray_open("cd0"), "probing the drive closed its tray"
     vm.check("srprobe /dev/sr0 && srprobe /dev/sr0")          # udev-style opens
     assert vm.qmp.tray_open("cd0"), "an O_NONBLOCK open closed the tray"
