@@ -118,10 +118,11 @@ def volume_label_cmd(dev: str) -> str:
     return f"dd if={dev} bs=2048 skip=16 count=1 2>/dev/null | dd bs=1 skip=40 count=32 2>/dev/null"
 
 
-def drive_partitions(sysparts: list[SysPartition], k: int) -> list[tuple[int, int, int]]:
-    """(number, start, size) of srK's partitions, by number."""
-    return sorted((int(p.name[len(f"sr{k}p"):]), p.start, p.size)
-                  for p in sysparts if p.name.startswith(f"sr{k}p"))
+def drive_partitions(sysparts: list[SysPartition], k: int,
+                     disk: str = "sr") -> list[tuple[int, int, int]]:
+    """(number, start, size) of <disk>K's partitions (srK's unless told), by number."""
+    return sorted((int(p.name[len(f"{disk}{k}p"):]), p.start, p.size)
+                  for p in sysparts if p.name.startswith(f"{disk}{k}p"))
 
 
 DISKS_CMD = "for d in /sys/block/sr*; do echo ${d##*/} $(cat $d/dev) $(cat $d/size); done"
