@@ -1,6 +1,6 @@
 """Disks that are not CDs: what the series changes for them, and nothing else (issues 3, 11).
 
-Every image kind, attached as a scsi-hd (sd, no GENHD_FL_512_TABLES), is
+Every image kind, attached as a scsi-hd (sd never sets GD_512_TABLES), is
 booted under the unpatched kernel and the series. With 512-byte blocks (the
 everyday case) the result must be identical. With 2048- and 4096-byte
 blocks (MO drives, 4Kn disks) the series applies one documented rule to
