@@ -11,19 +11,21 @@ XDIST   ?= -n auto --dist loadgroup
 JUNIT   ?= build/junit.xml
 
 PHONY_EXTRA := debug-kernel fuzz-images fuzz stress
+PHONY_EXTRA += dkms
 .PHONY: $(PHONY_EXTRA) help deps kernels fixtures demo check unit matrix bench checkpatch series-check media-report abi-report userspace-report clean distclean
 
 help:
 	@echo "make demo        boot the patched $(KERNEL) kernel with two partitioned CDs, read sr0p1"
 	@echo "make check       build everything, series-check, and the whole pytest matrix on $(KERNELS) (JUnit: $(JUNIT))"
 	@echo "make unit        the fast tests that boot no VM"
+	@echo "make dkms        build/dkms/srpart-dkms_<v>_all.deb (lintian-clean), Debian's 6.1/6.12 images, dkms's module"
 	@echo "make bench       measure build, boot, media-change, read, memory and matrix figures; write docs/performance.md"
 	@echo "make fuzz        SEED=1 COUNT=300 BLOCKS='2048 512 4096': malformed tables under the sanitizer kernel (KASAN, UBSAN, lockdep, kmemleak)"
 	@echo "make stress      SWAPS=200 CYCLES=30: media swaps under readers, hot-plug under a mount, sanitizer kernel"
 	@echo "make checkpatch  git am the series onto a pristine tree and run checkpatch --strict"
 	@echo "make series-check  checkpatch, a W=1 build of what the series touches after every patch, the cover-letter checks"
 	@echo "make abi-report  regenerate docs/abi-impact.md from real boots (1, 2, 4, 8 drives)"
-	@echo "make media-report  regenerate docs/media.md from three real boots (before/after the series)"
+	@echo "make media-report  regenerate docs/media.md from four real boots (before/after the series, DKMS on Debian's kernel)"
 	@echo "make userspace-report  regenerate docs/userspace.md: Debian 12's udev and util-linux on every disc kind"
 	@echo "make clean       remove all the targets make but the extracted kernel trees and object trees"
 	@echo "make distclean   remove build/ entirely"
@@ -40,7 +42,7 @@ fixtures: deps
 demo: deps
 	$(SRPART) demo --kernel $(KERNEL)
 
-check: kernels fixtures series-check
+check: kernels fixtures series-check dkms
 	SRPART_KERNELS="$(KERNELS)" $(PYTEST) $(XDIST) --junitxml=$(JUNIT) pytest
 
 unit: deps
@@ -58,7 +60,10 @@ checkpatch: deps
 series-check: deps
 	for k in $(KERNELS); do $(PY) -m harness.series --kernel $$k --build-each || exit 1; done
 
-media-report: kernels fixtures
+dkms: kernels
+	$(PY) -m harness.dkms
+
+media-report: kernels fixtures dkms
 	$(PY) -m harness.media_report --kernel $(KERNEL)
 
 abi-report: kernels fixtures

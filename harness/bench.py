@@ -116,15 +116,16 @@ def phases(ready: float, cmd_start: float, cmd_end: float, total: float, uptime:
                     command=cmd_end - ready, poweroff=total - cmd_end)
 
 
-def measure_vm(kernel: str, boots: int, userspace: str = "busybox") -> list[VMPhases]:
+def measure_vm(kernel: str, boots: int, userspace: str = "busybox", variant: str = "srpart",
+               extra: tuple[str, ...] = ()) -> list[VMPhases]:
     from fixtures import catalog
 
-    spec = boot_spec(kernel, "srpart", [i.path for i in catalog.drive_images(8)],
-                     ["sr_mod.partscan=1"], userspace=userspace)
+    spec = boot_spec(kernel, variant, [i.path for i in catalog.drive_images(8)],
+                     [*extra, "sr_mod.partscan=1"], userspace=userspace)
     out = []
     for i in range(boots):
         t = time.monotonic()
-        vm = VM(spec, f"bench-{userspace}-{i}").start()
+        vm = VM(spec, f"bench-{variant}-{userspace}-{i}").start()
         c0 = time.monotonic() - t
         up = float(vm.check("cut -d' ' -f1 /proc/uptime; cat /proc/partitions >/dev/null")
                    .split()[0])
@@ -261,6 +262,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{statistics.median(r.ready for r in runs):.2f} s, to verdict "
         f"{statistics.median(r.total for r in runs):.2f} s (median of {len(runs)}); "
         f"{phase_line(runs)}")
+    from . import dkms
+    for k in dkms.KERNELS:
+        abi = dkms.abis()[k]
+        say(f"srpart-dkms: dkms build of sr_mod for Debian's {abi}: "
+            f"{dkms.measure_build(abi):.1f} s")
+        runs = measure_vm(k, args.boots, variant="debian-dkms",
+                          extra=tuple(dkms.guest_cmdline(k)))
+        say(f"per VM, 8 drives, Debian's own {abi} with the DKMS sr_mod (modules loaded by "
+            f"init), boot to READY: {statistics.median(r.ready for r in runs):.2f} s, to verdict "
+            f"{statistics.median(r.total for r in runs):.2f} s (median of {len(runs)}); "
+            f"{phase_line(runs)}")
+    added = dkms.junit_seconds(paths.BUILD / "junit.xml")
+    if added is not None:
+        say(f"srpart-dkms tests in the last make check (build/junit.xml): {added:.0f} s of test "
+            f"time over {len(dkms.KERNELS)} kernels, plus `make dkms` "
+            f"({dkms.recorded_make_seconds() or 0:.0f} s when it last ran cold)")
     from . import bench_media, bench_memory, bench_read
     for mod in (bench_media, bench_read, bench_memory):
         for line in mod.report(args.kernel):

@@ -2,10 +2,11 @@
 
     /usr/bin/python3 -m harness.media_report [--kernel 6.1]     (make media-report)
 
-Boots every fixture kind as a CD, one drive each, under three kernels: the
+Boots every fixture kind as a CD, one drive each, under four kernels: the
 unpatched one, patches/naive-<kernel>/ (sr only drops GENHD_FL_NO_PART,
-upstream parsers: what a naive patch gives) and the whole series, all with
-sr_mod.partscan=1, and writes what each kernel printed for each drive and
+upstream parsers: what a naive patch gives), Debian's own kernel image with
+srpart-dkms's sr_mod (`make dkms`: the sr half of the series, stock parsers)
+and the whole series, all with sr_mod.partscan=1, and writes what each kernel printed for each drive and
 which partitions it created. Nothing in the table is typed by hand.
 """
 from __future__ import annotations
@@ -18,7 +19,12 @@ from .vm import VM, boot_spec
 
 COLUMNS = (("unpatched", "unpatched 6.1"),
            ("sr-only", "naive patch (sr scans; upstream parsers)"),
+           ("debian-dkms", "srpart-dkms on Debian's own kernel (stock parsers)"),
            ("srpart", "whole series"))
+# Debian's image loads its modules as udev would (harness/dkms.py)
+def _extra(kernel: str, variant: str) -> list[str]:
+    from . import dkms
+    return dkms.guest_cmdline(kernel) if variant.startswith("debian-") else []
 DOC = paths.ROOT / "docs" / "media.md"
 
 INTRO = """\
@@ -56,8 +62,15 @@ OUTRO = """
   unpatched kernel gives, minus partitions whose start is not a multiple of
   the logical block size (patch 8, for every disk: no request could reach
   them), with sizes rounded down to whole blocks. With 512-byte blocks that
-  is exactly the unpatched view; the 512-byte table search (patches 9-10) is
-  only for drivers that set `GENHD_FL_512_TABLES`, which sd does not.
+  is exactly the unpatched view; 512-byte tables (patches 9-10) are read
+  only where the driver sets `GD_512_TABLES` for the medium, which sd never
+  does (sr decides per medium, patch 15).
+- The srpart-dkms column is Debian's own kernel image (`make dkms`) with
+  the sr half of the series built by Debian's dkms: the parsers are the
+  stock kernel's. Native tables get their partitions, and those whose start
+  is inside a 2048-byte block too (patch 8 is not there; no request can
+  read them); a disc whose MBR or GPT counts 512-byte sectors is not
+  scanned, and one line says why.
 - The HFS+ of a Mac hybrid disc mounts with the kernel's hfsplus driver,
   read-only ("Filesystem is marked locked").
 """
@@ -77,6 +90,8 @@ def _lines_for(dmesg: str, k: int) -> list[str]:
         line = re.sub(r"^\[\s*[\d.]+\]\s*", "", line).rstrip()
         if re.match(rf"sr{k}: (?!scsi3-mmc)", line.strip()):
             out.append(line.strip())
+        elif f"[sr{k}] " in line and "scsi3-mmc" not in line:     # sr_printk's lines
+            out.append(line.strip()[line.strip().index(f"[sr{k}]"):])
     return out
 
 
@@ -88,7 +103,8 @@ def run(kernel: str) -> str:
     cells: dict[str, list[str]] = {}
     version = ""
     for variant, _ in COLUMNS:
-        spec = boot_spec(kernel, variant, [i.path for i in images], ["sr_mod.partscan=1"])
+        spec = boot_spec(kernel, variant, [i.path for i in images],
+                         _extra(kernel, variant) + ["sr_mod.partscan=1"])
         with VM(spec, f"media-report-{kernel}-{variant}") as vm:
             dmesg = vm.check("dmesg")
             parts = guest.parse_sys_partitions(vm.check(guest.PARTITIONS_CMD))

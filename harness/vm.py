@@ -88,7 +88,11 @@ def boot_spec(kernel: str, variant: str, drives: list[Path | qemu.Drive | None],
     from . import initramfs, userspace as us
     from .kernel import built
 
-    k = built(kernel, variant)
+    if variant.startswith("debian-"):          # Debian's own image (harness/dkms.py)
+        from .dkms import debian_kernel
+        k = debian_kernel(kernel, variant.removeprefix("debian-"))
+    else:
+        k = built(kernel, variant)
     extra = [p for p in (us.build(userspace), k.modules) if p is not None]
     initrd = _joined(initramfs.build(), extra)
     return BootSpec(kernel=k.bzimage, initrd=initrd,
