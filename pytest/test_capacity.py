@@ -45,7 +45,7 @@ SETS = [pytest.param((kinds, state), id=f"{name}-{state}",
 # bytes are a valid 2048-byte table (test_undecidable_is_really_undecidable
 # shows it on the host). The series must not guess: no partitions, one line.
 UNDECIDABLE: set[tuple[str, str]] = {("dvd", "misaligned")}
-NOT_SCANNED = "MBR in 512-byte sectors or 2048-byte blocks, cannot tell which: not scanned"
+NOT_SCANNED = "cannot tell whether the MBR counts 512- or 2048-byte sectors: not scanned"
 
 
 def _resized(img, state: str, out_dir):
