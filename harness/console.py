@@ -24,10 +24,6 @@ GO = re.compile(r"@@SRPART-GO ([0-9a-f]+)@@\r*\n")
 # A line written to /dev/kmsg to cut the kernel log into per-test slices
 LOG_MARK = "@@SRPART-LOG {token} {label}@@"
 MARK_LABEL_MAX = 200      # /dev/kmsg takes ~1 KiB a line; test ids can be long
-# N_TTY's canonical-mode line buffer holds 4096 bytes with the newline:
-# a longer line is cut and the shell waits for the rest of it forever.
-MAX_LINE = 4096
-NUDGE_AFTER = 0.2   # seconds without the marker before an empty line is sent
 
 BAD_PATTERNS: dict[str, str] = {
     "panic": r"Kernel panic",
@@ -48,6 +44,8 @@ BAD_PATTERNS: dict[str, str] = {
     "udev timeout": r"Spawned process '.*' \[\d+\] (timed out|is taking longer)|"
                     r"Worker \[\d+\] processing SEQNUM=\d+ killed|Timed out for waiting",
     "udev init": r"srpart init: udev:",
+    # the init found no command channel and powers off
+    "init channel": r"srpart init: command channel:",
     # a rules file udevd refused a line of (syntax, unknown key, operator)
     "udev rules": r"\.rules:\d+ .*(?:[Ii]nvalid|[Uu]nknown|[Ff]ailed|[Ii]gnoring|not supported)",
 }
@@ -125,9 +123,8 @@ class Console:
         self._timeout = pexpect.TIMEOUT
         self._seen = 0        # bytes of the kernel log already checked
         self._carry = b""     # last partial line, checked again with what follows
-        self.nudges = 0       # empty lines sent to wake the guest (see run())
-        self.nudged = 0       # commands that needed at least one
         self.commands = 0
+        self.slowest_start = 0.0   # seconds from a command's line to its GO, the longest
 
     def _fail(self, why: str) -> GuestError:
         return GuestError(f"{why}; kernel log {self.log}:\n{log_tail(self.log)}")
@@ -208,56 +205,36 @@ class Console:
                              f"kernel log {self.log}")
 
     def wait_exit(self, timeout: float) -> None:
-        """Wait for QEMU to exit (after `reboot -f`), nudging like run() does."""
-        deadline = time.monotonic() + timeout
-        while self.child.expect([self._eof, self._timeout], timeout=NUDGE_AFTER) != 0:
-            if time.monotonic() > deadline:
-                raise self._fail("guest did not power off")
-            self.child.sendline("")
+        """Wait for QEMU to exit (after `reboot -f`)."""
+        if self.child.expect([self._eof, self._timeout], timeout=timeout) != 0:
+            raise self._fail(f"guest did not power off within {timeout:g} s")
         self._wait_for_qemu()
         self.check_kernel_log(final=True)
 
     def run(self, command: str, timeout: float = 30) -> Result:
-        too_long = [ln for ln in wrap(command, "0" * 8).splitlines() if len(ln) >= MAX_LINE]
-        if too_long:
-            raise SrpartError(f"guest command line of {len(too_long[0])} bytes: the guest tty "
-                              f"takes at most {MAX_LINE - 1} per line; split the command")
+        """Send one command; its GO and then its RC marker must come within
+        `timeout` seconds. Nothing is sent to a command that has not started:
+        one that has not within the timeout fails the run, whatever held it."""
         token = secrets.token_hex(4)
         log = getattr(self.child, "logfile_read", None)
-        if log:   # the tty does not echo: keep a transcript of what was sent
+        if log:   # the channel does not echo: keep a transcript of what was sent
             log.write("".join(f"$ {ln}\n" for ln in command.splitlines()))
+        t0 = time.monotonic()
+        deadline = t0 + timeout
         self.child.sendline(wrap(command, token))
         self.commands += 1
-        nudges = self.nudges
-        deadline = time.monotonic() + timeout
-        started = False
         while True:
-            left = deadline - time.monotonic()
             try:
-                if not started:
-                    m = self.expect(GO.pattern, min(NUDGE_AFTER, max(left, 0.01)))
-                    started = m.group(1) == token
-                    continue
-                m = self.expect(MARKER.pattern, max(left, 0.01))
+                m = self.expect(GO.pattern, max(deadline - time.monotonic(), 0.01))
             except GuestTimeout:
-                if started or left <= NUDGE_AFTER:
-                    raise
-                # The command has not started: its last line sits in the
-                # guest. Under TCG (QEMU 7.2) the tail of a line shorter
-                # than the 16550's receive trigger level waited for the
-                # character-timeout interrupt, which in a loaded guest often
-                # came only with the next input (5 s and more when nothing
-                # came). The guest init sets the trigger to 1 byte (0 of 60
-                # loaded commands stuck, 25 of 60 at the 8250 driver's 8);
-                # the first command after READY still sticks in about one
-                # boot of five, not root-caused. An empty line, a no-op for
-                # sh, releases it. Only a command whose GO is late counts:
-                # every VM's count is in build/logs/nudges.tsv and pytest's
-                # summary adds them up.
-                self.child.sendline("")
-                self.nudges += 1
-                continue
+                raise GuestTimeout(f"the command did not start within {timeout:g} s: "
+                                   f"{command[:200]!r}; kernel log {self.log}:\n"
+                                   f"{log_tail(self.log)}") from None
+            if m.group(1) == token:
+                break
+        self.slowest_start = max(self.slowest_start, time.monotonic() - t0)
+        while True:
+            m = self.expect(MARKER.pattern, max(deadline - time.monotonic(), 0.01))
             if m.group(2) == token:
                 break
-        self.nudged += self.nudges > nudges
         return Result(command, clean(self.child.before), int(m.group(1)))

@@ -152,7 +152,8 @@ def lintian(path: Path) -> str:
 ABI_PATTERNS = {"6.1": r"^linux-image-(6\.1\.0-\d+-amd64)$",
                 "6.12": r"^linux-image-(6\.12\.\d+\+deb12-amd64)$"}
 ROOT = OUT / "root"
-GUEST_MODULES = ("virtio_pci", "virtio_scsi", "sr_mod", "isofs")   # those that are modules
+# those that are modules; virtio_console carries the command channel (the init loads it)
+GUEST_MODULES = ("virtio_pci", "virtio_scsi", "sr_mod", "isofs", "virtio_console")
 LOAD_ORDER = ("virtio_pci", "virtio_scsi", "sr_mod")     # what udev would load, in order
 
 

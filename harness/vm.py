@@ -30,9 +30,9 @@ from .qmp import QMP
 BOOT_TIMEOUT = qemu.PROBE_WAIT_S + 30.0
 SHUTDOWN_TIMEOUT = 30.0
 # `reboot -f` as a subshell with no stdin, like every command (console.wrap):
-# sent bare, the guest's sh took 0.2-0.3 s (and usually a nudge) before it ran
-# it; this way the VM is gone 0.18 s after the line is sent instead of 0.43 s
-# (make bench, the power-off phase).
+# sent bare over the old serial channel, the guest's sh took 0.2-0.3 s before
+# it ran it; this way the VM was gone 0.18 s after the line was sent instead
+# of 0.43 s (make bench, the power-off phase).
 REBOOT = "( reboot -f\n) </dev/null"
 
 
@@ -128,7 +128,7 @@ class VM:
         self.spec = spec
         self.name = safe_name(name)
         self.log = paths.LOGS / f"{self.name}.log"            # ttyS0: the kernel's serial console
-        self.cmd_log = paths.LOGS / f"{self.name}.cmd.log"    # ttyS1: commands and their output
+        self.cmd_log = paths.LOGS / f"{self.name}.cmd.log"    # the channel: commands, output
         self.child = None
         self.console: Console | None = None
         self.qmp: QMP | None = None
@@ -207,23 +207,22 @@ class VM:
             self.console.wait_exit(SHUTDOWN_TIMEOUT)
         finally:
             self.total_seconds = time.monotonic() - self._t0
-            self._record_nudges()
+            self._record_channel()
             self._kill()
 
-    def _record_nudges(self) -> None:
-        """One line per VM in build/logs/nudges.tsv (name, commands, commands that
-        needed a wake-up newline, newlines sent): the TCG workaround in
-        Console.run(), made visible; pytest's summary adds them up."""
+    def _record_channel(self) -> None:
+        """One line per VM in build/logs/channel.tsv (name, commands, the slowest
+        start in seconds: line sent to its GO marker); pytest's summary adds them up."""
         c = self.console
         if c is None:
             return
-        line = f"{self.name}\t{c.commands}\t{c.nudged}\t{c.nudges}\n"
+        line = f"{self.name}\t{c.commands}\t{c.slowest_start:.3f}\n"
         self.cmd_log.parent.mkdir(parents=True, exist_ok=True)
-        with open(paths.LOGS / "nudges.tsv", "a") as fh:     # one short O_APPEND write
+        with open(paths.LOGS / "channel.tsv", "a") as fh:     # one short O_APPEND write
             fh.write(line)
         if self.child is not None and self.child.logfile_read:
-            self.child.logfile_read.write(f"# {c.commands} commands, {c.nudged} needed a "
-                                          f"wake-up newline ({c.nudges} sent)\n")
+            self.child.logfile_read.write(f"# {c.commands} commands, the slowest started "
+                                          f"{c.slowest_start:.3f} s after its line was sent\n")
 
     def _claim_name(self) -> None:
         """Hold build/logs/.<name>.running while the VM runs: a second VM of the same

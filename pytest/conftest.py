@@ -31,28 +31,30 @@ def pytest_xdist_auto_num_workers(config):
     return max(1, (os.cpu_count() or 1) * 3 // 2)
 
 
-_NUDGES = paths.LOGS / "nudges.tsv"
+_CHANNEL = paths.LOGS / "channel.tsv"
 
 
 def pytest_sessionstart(session):
     if not hasattr(session.config, "workerinput"):    # the controller, not an xdist worker
-        session.config._srpart_nudges_at = _NUDGES.stat().st_size if _NUDGES.exists() else 0
+        session.config._srpart_channel_at = _CHANNEL.stat().st_size if _CHANNEL.exists() else 0
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """How often the console had to wake a guest up (harness/console.py, TCG)."""
-    at = getattr(config, "_srpart_nudges_at", None)
-    if at is None or not _NUDGES.exists():
+    """The command channel over the run (harness/vm.py's channel.tsv): how many
+    commands, and the slowest start of any (a command that does not start within
+    its timeout fails its test)."""
+    at = getattr(config, "_srpart_channel_at", None)
+    if at is None or not _CHANNEL.exists():
         return
-    with open(_NUDGES, "rb") as fh:
+    with open(_CHANNEL, "rb") as fh:
         fh.seek(at)
-        rows = [ln.split("\t") for ln in fh.read().decode().splitlines() if ln.count("\t") == 3]
+        rows = [ln.split("\t") for ln in fh.read().decode().splitlines() if ln.count("\t") == 2]
     if rows:
         vms, cmds = len(rows), sum(int(r[1]) for r in rows)
-        nudged, sent = sum(int(r[2]) for r in rows), sum(int(r[3]) for r in rows)
+        slowest = max(rows, key=lambda r: float(r[2]))
         terminalreporter.write_line(
-            f"srpart console: {vms} VMs, {cmds} commands, {nudged} needed a wake-up newline "
-            f"({sent} sent; build/logs/nudges.tsv)")
+            f"srpart console: {vms} VMs, {cmds} commands; the slowest start {float(slowest[2]):.2f} s "
+            f"({slowest[0]}; build/logs/channel.tsv)")
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ def argv_of(**kw) -> list[str]:
 
 def test_qemu_one_scsi_cd_per_image_in_order():
     a = argv_of(drives=[qemu.Drive(Path("/a.iso")), qemu.Drive(Path("/b.iso"))])
-    devs = [a[i + 1] for i, x in enumerate(a) if x == "-device"]
+    devs = [a[i + 1] for i, x in enumerate(a) if x == "-device" and "serial" not in a[i + 1]]
     assert devs[0] == "virtio-scsi-pci,id=scsi0"
     assert devs[1].startswith("scsi-cd,") and "scsi-id=0" in devs[1] and "drive=drive0" in devs[1]
     assert devs[2].startswith("scsi-cd,") and "scsi-id=1" in devs[2] and "drive=drive1" in devs[2]
@@ -32,10 +32,14 @@ def test_qemu_machine_console_and_no_reboot():
     a = argv_of(cmdline=["sr_mod.partscan=1"], kernel_log=Path("/l"))
     assert a[a.index("-machine") + 1] == "q35,accel=tcg"
     assert "-no-reboot" in a and "-cpu" not in a
-    assert "file:/l" in a and "chardev:cmd0" in a
+    assert "file:/l" in a and a.count("-serial") == 1      # ttyS0 only: the kernel log
+    port = [x for x in a if x.startswith("virtserialport,")]
+    assert port == [f"virtserialport,bus=vser0.0,chardev=cmd0,name={qemu.CMD_PORT}"]
+    assert "stdio,id=cmd0,signal=off" in a
     append = a[a.index("-append") + 1].split()
     assert append[:2] == ["console=ttyS0", "panic=-1"]
     assert "srpart.drives=0" in append and "srpart.disks=0" in append
+    assert f"srpart.cmd_port={qemu.CMD_PORT}" in append
     assert append[-1] == "sr_mod.partscan=1"
     # the TCG speed-ups, then the caller's parameters
     assert qemu.FAST_BOOT and append[-1 - len(qemu.FAST_BOOT):-1] == qemu.FAST_BOOT
