@@ -44,6 +44,8 @@ BAD_PATTERNS: dict[str, str] = {
     "udev timeout": r"Spawned process '.*' \[\d+\] (timed out|is taking longer)|"
                     r"Worker \[\d+\] processing SEQNUM=\d+ killed|Timed out for waiting",
     "udev init": r"srpart init: udev:",
+    # udevd dropped a control message (harness/guest-files/udevsock.c)
+    "udev control": r"Invalid sender uid",
     # the init found no command channel and powers off
     "init channel": r"srpart init: command channel:",
     # a rules file udevd refused a line of (syntax, unknown key, operator)

@@ -56,7 +56,7 @@ class Cpio:
         return self.buf.getvalue()
 
 
-HELPERS = ("srprobe", "srctl", "srread", "sropen")     # guest-files/<name>.c, built static into bin/
+HELPERS = ("srprobe", "srctl", "srread", "sropen", "udevsock")     # guest-files/<name>.c, built static into bin/
 
 
 SCRIPTS = ("hotplug", "firstopen")           # guest-files/<name>, copied to bin/sr<name>

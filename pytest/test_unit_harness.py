@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import subprocess
 from pathlib import Path
 
@@ -232,3 +233,27 @@ def test_disk_listing_parses_name_dev_and_size():
 
     assert guest.parse_disks("sr0 11:0 7168\nsr1 11:1 13912\n\n") == [
         guest.Disk("sr0", "11:0", 7168), guest.Disk("sr1", "11:1", 13912)]
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a private mount namespace")
+def test_udevsock_hands_over_a_listening_socket_with_passcred(tmp_path):
+    """The guest's udevd gets its control socket from udevsock, made as systemd's
+    systemd-udevd-control.socket makes it (see udevsock.c for the race it
+    removes). Run on the host in a private mount namespace with a tmpfs /run;
+    PROGRAM is a python script that reports what it was handed. (Seen failing
+    with setsockopt(SO_PASSCRED) removed from udevsock.c: passcred 0.)"""
+    exe = tmp_path / "udevsock"
+    initramfs.build_helper("udevsock", exe)
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import os, socket, sys\n"
+        "s = socket.socket(fileno=3)\n"
+        "print(os.environ['LISTEN_FDS'], os.environ['LISTEN_PID'] == str(os.getpid()),\n"
+        "      s.family == socket.AF_UNIX, s.type == socket.SOCK_SEQPACKET, s.getsockname(),\n"
+        "      s.getsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED),\n"
+        "      s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))\n"
+        "s.detach()\n")
+    r = subprocess.run(["unshare", "--mount", "sh", "-c",
+                        f"mount -t tmpfs tmpfs /run && exec {exe} /usr/bin/python3 {probe}"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "True", "True", "True", "/run/udev/control", "1", "1"]
