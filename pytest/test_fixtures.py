@@ -35,6 +35,9 @@ def test_images_are_whole_2048_blocks_with_their_label(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_data_partitions_are_aligned_and_hold_a_file_system(kind):
     img = _img(kind)
+    # a kind with no data partition would pass without checking anything
+    assert bool(img.data) == (kind not in catalog.NO_DATA), \
+        f"{kind}: {len(img.data)} data partitions, catalog.NO_DATA says otherwise"
     layout = oracle.expected(img.table, img.path, 512)     # every entry, as a disk has it
     parts = {p.number: p for p in layout.parts}
     data = img.path.read_bytes()
@@ -130,3 +133,21 @@ def test_fstype_table_matches_the_images(kind):
     have = {d.fstype for d in img.data}
     assert have <= set(catalog.FSTYPES.get(kind, ("ext2", "ext4")))
     assert ("vfat" in have) == catalog.image_kind_has(kind, "vfat")
+
+
+@pytest.mark.parametrize("kind", catalog.MIXED + catalog.REST)
+def test_udev_properties_the_catalog_declares_hold(kind):
+    """catalog.WHOLE_DISK_SLICE, COVERING and MAC_HYBRID say which udev tests a disc
+    set can feed; the host oracle (sfdisk, blkid) must find exactly those.
+    (Seen failing with "sun-xorriso" moved into WHOLE_DISK_SLICE.)"""
+    from harness import link_oracle
+
+    img = _img(kind)
+    devs = link_oracle.devices(img, 0, True)
+    disc, parts = devs[0], devs[1:]
+    found = {"WHOLE_DISK_SLICE": any(d.whole_disk for d in parts),
+             "COVERING": any(link_oracle.covering(disc, p) for p in parts),
+             "MAC_HYBRID": any(p.table == "apm" and p.fs.get("ID_FS_TYPE") == "hfsplus"
+                               for p in parts) and disc.fs.get("ID_FS_TYPE") == "iso9660"}
+    declared = {name: kind in getattr(catalog, name) for name in found}
+    assert found == declared
