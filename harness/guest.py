@@ -204,7 +204,7 @@ def parse_sd(text: str) -> dict[str, SdDisk]:
 
 
 MEDIA_NOISE = ("I/O error", "unable to read partition table", "Sense Key", "Buffer I/O",
-               "ASC=0x3a", "beyond EOD")
+               "ASC=0x3a", "beyond EOD", "unaligned transfer")
 
 
 KMEMLEAK = "/sys/kernel/debug/kmemleak"

@@ -17,8 +17,7 @@ import pytest
 from fixtures import catalog
 from harness import guest, oracle
 
-NOISE = ("I/O error", "unaligned transfer", "beyond EOD", "Buffer I/O", "Sense Key",
-         "unable to read partition table")
+NOISE = guest.MEDIA_NOISE
 # The reads and mounts every test does must be as quiet as the boot: each
 # test's own slice of the kernel log is checked for NOISE (conftest.py).
 pytestmark = [pytest.mark.vm, pytest.mark.quiet_kernel(*NOISE)]
