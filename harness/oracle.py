@@ -263,7 +263,8 @@ def mbr_nested(image: Path) -> list[Part]:
 
 def karma(image: Path) -> list[Part]:
     """Rio Karma: our reading of its disklabel (magic 0xAB56 at byte 510, two
-    16-byte entries at byte 270: fstype 0x4d, start, size). No other reader exists."""
+    16-byte entries at byte 270: fstype 0x4d, start, size). No other reader exists
+    on the host; pytest/test_second_oracle.py compares it with karma.c itself."""
     with open(image, "rb") as fh:
         b = fh.read(512)
     if struct.unpack_from("<H", b, 510)[0] != 0xAB56:
@@ -412,7 +413,8 @@ def aix(image: Path) -> list[Part]:
 def ics(image: Path) -> list[Part]:
     """Acorn ICS: our reading (sector 0: checksum at 508 = 0x50617274 + the sum
     of bytes 0-507; (start, signed size) pairs until a size of 0; a negative
-    size whose first sector says "LinuxPart" starts one sector later)."""
+    size whose first sector says "LinuxPart" starts one sector later).
+    pytest/test_second_oracle.py compares it with acorn.c's ICS reader."""
     with open(image, "rb") as fh:
         b = fh.read(512)
         if struct.unpack_from("<I", b, 508)[0] != (0x50617274 + sum(b[:508])) & 0xFFFFFFFF:

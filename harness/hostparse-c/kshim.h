@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * srpart: the kernel facilities block/partitions/ldm.c and aix.c use, for a host
- * build (force-included with -include; harness/hostparse.py makes the
- * <linux/...> and <asm/...> headers the parsers name empty files in inc/).
+ * srpart: the kernel facilities block/partitions/ldm.c, aix.c, karma.c and
+ * acorn.c (its ICS reader) use, for a host build (force-included with
+ * -include; harness/hostparse.py makes the <linux/...> and <asm/...> headers
+ * the parsers name empty files in inc/).
  */
 #ifndef SRPART_KSHIM_H
 #define SRPART_KSHIM_H
@@ -14,6 +15,8 @@
 
 #define BUG_ON(c) do { if (c) { fprintf(stderr, "BUG at %s:%d\n", __FILE__, __LINE__); abort(); } } while (0)
 #define __printf(a, b) __attribute__((format(printf, a, b)))
+#define __packed __attribute__((packed))
+typedef int32_t s32;		/* acorn.c */
 
 /* printk: ldm.c only calls it as printk("%s%s(): %pV\n", level, func, &vaf) */
 struct va_format {
