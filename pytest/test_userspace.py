@@ -198,10 +198,12 @@ def test_lsblk_equals_the_oracle(view):
         want = {"type": "part" if d.partition else "rom", "size": d.size * 512,
                 "fstype": d.fs.get("ID_FS_TYPE") if probed else None,
                 "label": d.fs.get("ID_FS_LABEL") if probed else None}
-        if not view.config.complete:      # stock rules: what link_oracle.STOCK_GAPS names
-            for key in ("fstype", "label"):
-                if link_oracle.stock_gap(d, key):
-                    want[key] = None
+        # stock rules: udisks2 #725, the disc of an HFS+/ISO 9660 hybrid has no file
+        # system to udev's blkid (an APM disc without HFS+ has its ISO 9660:
+        # apm-xorriso, seen in the guest); declared per kind, never read back
+        if not view.config.complete and not d.partition and \
+                view.images[int(d.name[2:])].kind in catalog.MAC_HYBRID:
+            want["fstype"] = want["label"] = None
         if d.partition and d.part_type and (view.config.complete or
                                             not link_oracle.stock_gap(d, "parttype")):
             want["parttype"] = d.part_type
