@@ -6,10 +6,14 @@ These tests read the booted guest, so such a change fails here instead.
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from fixtures import catalog
 from harness import qemu
+from harness import vm as vm_module
+from harness.console import GuestError
 
 # one VM per kernel, shared by the tests of this file: on one xdist worker
 pytestmark = [pytest.mark.vm, pytest.mark.xdist_group("rig")]
@@ -50,3 +54,29 @@ def test_the_clock_event_device_is_the_pit(rig_vm):
     """No local APIC timer: calibrating it took 0.22 s of every boot."""
     devices = rig_vm.check("cat /sys/devices/system/clockevents/clockevent0/current_device")
     assert devices.strip() == "pit"
+
+
+def test_a_guest_without_its_channel_fails_at_once(boot):
+    """Negative control of the channel: the init finds no port of the name it is
+    given, says so in the kernel log (a bad pattern) and powers off; the boot
+    fails in one line at once, not at BOOT_TIMEOUT. The later srpart.* words
+    of the command line override the harness's own."""
+    vm = boot("srpart", [], ["srpart.cmd_port=no.such.port", "srpart.probe_wait=2"],
+              "rig-no-channel")
+    t0 = time.monotonic()
+    with pytest.raises(GuestError, match=r"bad pattern \(init channel\)"):
+        vm.start()
+    assert time.monotonic() - t0 < vm_module.BOOT_TIMEOUT / 2
+
+
+def test_an_injected_warning_fails_its_log_slice(boot):
+    """Negative control of the kernel log check, end to end: a WARNING line
+    reaches the log through the real serial console, and the command that
+    wrote it or, at the latest, the next mark (conftest's kernel_log_slice
+    cuts every shared VM's log with these marks) fails naming the pattern."""
+    with boot("srpart", [], [], "rig-injected-warning") as vm:
+        vm.mark("begin injected")
+        with pytest.raises(GuestError, match=r"bad pattern \(WARNING\)"):
+            vm.check("echo 'WARNING: CPU: 0 PID: 1 at srpart/injected.c:1 srpart_injected' "
+                     "> /dev/kmsg")
+            vm.mark("end injected")
