@@ -84,3 +84,20 @@ def test_identical_to_unpatched(snaps, config):
     assert s[config].proc_partitions == s["unpatched"].proc_partitions
     assert s[config].ls_dev == s["unpatched"].ls_dev
     assert s[config].sys_block == s["unpatched"].sys_block
+
+
+@pytest.mark.xdist_group("partscan-off-control")
+def test_negative_control_a_kernel_that_scans_is_not_identical(boot):
+    """The comparison above must see a kernel that scans: the srpart kernel with
+    sr_mod.partscan=1, read by the same snapshot(), differs from the unpatched
+    kernel's in /proc/partitions, /dev and /sys/block."""
+    images = [i.path for i in catalog.drive_images(2)]
+    snaps = {}
+    for name, (variant, cmdline) in {"unpatched": CONFIGS["unpatched"],
+                                     "scanning": ("srpart", ["sr_mod.partscan=1"])}.items():
+        with boot(variant, images, cmdline, f"off-control-{name}") as vm:
+            snaps[name] = snapshot(vm)
+    a, b = snaps["unpatched"], snaps["scanning"]
+    assert b.param == "Y"
+    assert (a.proc_partitions != b.proc_partitions, a.ls_dev != b.ls_dev,
+            a.sys_block != b.sys_block) == (True, True, True)

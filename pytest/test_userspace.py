@@ -281,3 +281,16 @@ def test_mac_hybrid_disc_gets_its_iso_label(view):
     assert hfs, f"the oracle finds no HFS+ partition on {kind}"
     assert all(any(dev == d.name and link.startswith("by-path/") for link, dev in view.links.items())
                for d in hfs)
+
+
+def test_negative_control_the_unpatched_kernel_fails_the_partition_oracle(view):
+    """The udev tests' negative control: the unpatched kernel's guest, read the
+    same way, against the oracle of a kernel with partitions, must differ (the
+    kernel-side comparison above would fail on it), and no srNpM link exists."""
+    if view.config.partitions:
+        pytest.skip("a control for the unpatched kernel's boots")
+    with_parts = [d for k, img in enumerate(view.images) for d in link_oracle.devices(img, k, True)]
+    got = sorted(n for n in view.lsblk if n.startswith("sr"))
+    assert any(d.partition for d in with_parts), "the oracle finds no partition in this set"
+    assert got != sorted(d.name for d in with_parts)
+    assert not [dev for dev in view.links.values() if "p" in dev], view.links
